@@ -1,0 +1,62 @@
+package org.jccl.internal.config;
+
+import static org.jccl.internal.config.Setting.Kind.BOOL;
+import static org.jccl.internal.config.Setting.Kind.BYTES;
+import static org.jccl.internal.config.Setting.Kind.DURATION_SECONDS;
+import static org.jccl.internal.config.Setting.Kind.INT;
+import static org.jccl.internal.config.Setting.Kind.STRING;
+
+/**
+ * Every setting jccl reads, in one place (Aeron's Configuration pattern: the name, the default and
+ * the check live together). {@code jccl env} prints this list with the effective values.
+ */
+public final class Settings {
+    private Settings() {
+    }
+
+    // ---- job identity (normally set by a launcher)
+    public static final Setting COMM_ID = Setting.define("JCCL_COMM_ID", "NCCL_COMM_ID", STRING, null, 0, 0,
+            "host:port of the bootstrap root (rank 0 listens there)");
+    public static final Setting RANK = Setting.define("JCCL_RANK", null, INT, null, 0, Integer.MAX_VALUE,
+            "this process's rank");
+    public static final Setting WORLD_SIZE = Setting.define("JCCL_WORLD_SIZE", null, INT, null, 1, Integer.MAX_VALUE,
+            "number of ranks in the job");
+    public static final Setting LOCAL_RANK = Setting.define("JCCL_LOCAL_RANK", null, INT, null, 0, Integer.MAX_VALUE,
+            "rank among the processes of this host");
+    public static final Setting AUTH_TOKEN = Setting.define("JCCL_AUTH_TOKEN", null, STRING, null, 0, 0,
+            "shared secret of the job, 32 hex digits (jccl run makes a fresh one)");
+
+    // ---- bootstrap and sockets
+    public static final Setting INIT_TIMEOUT = Setting.define("JCCL_INIT_TIMEOUT", null, DURATION_SECONDS, "120", 1, 86_400,
+            "seconds every rank waits for all ranks to arrive at initialisation");
+    public static final Setting CONNECT_TIMEOUT = Setting.define("JCCL_CONNECT_TIMEOUT", null, DURATION_SECONDS, "30", 1, 86_400,
+            "seconds to establish one connection to a peer, retries included");
+    public static final Setting SOCKET_IFNAME = Setting.define("JCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", STRING, null, 0, 0,
+            "interfaces for bootstrap and TCP: prefix list, ^ to exclude, = for exact names (e.g. eth,ib or ^docker,lo or =eth0)");
+    public static final Setting SOCKET_FAMILY = Setting.define("JCCL_SOCKET_FAMILY", "NCCL_SOCKET_FAMILY", STRING, null, 0, 0,
+            "AF_INET or AF_INET6 to force the address family");
+    public static final Setting SOCKET_NTHREADS = Setting.define("JCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", INT, "1", 1, 16,
+            "threads per peer connection for large TCP messages");
+    public static final Setting NSOCKS_PERTHREAD = Setting.define("JCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", INT, "1", 1, 16,
+            "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
+    public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,
+            "SO_SNDBUF/SO_RCVBUF of data sockets (0 keeps the OS default)");
+
+    // ---- transports and algorithms
+    public static final Setting LOCAL_DISABLE = Setting.define("JCCL_LOCAL_DISABLE", null, BOOL, "0", 0, 0,
+            "1 disables the in-JVM transport between ranks of one JVM (they then use TCP over loopback)");
+    public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
+            "pipelining chunk of ring algorithms, in bytes");
+
+    // ---- diagnostics
+    public static final Setting DEBUG = Setting.define("JCCL_DEBUG", "NCCL_DEBUG", STRING, "WARN", 0, 0,
+            "log level: NONE, VERSION, WARN, INFO, TRACE");
+    public static final Setting DEBUG_SUBSYS = Setting.define("JCCL_DEBUG_SUBSYS", "NCCL_DEBUG_SUBSYS", STRING, "INIT,ENV", 0, 0,
+            "subsystems logged at INFO/TRACE: INIT,COLL,P2P,NET,BOOTSTRAP,TUNING,ENV,ALL; ^ excludes");
+    public static final Setting DEBUG_FILE = Setting.define("JCCL_DEBUG_FILE", "NCCL_DEBUG_FILE", STRING, null, 0, 0,
+            "log file instead of stderr; %h host, %p pid, %r rank");
+
+    /** Forces the class to load so every constant above is registered. */
+    static void init() {
+    }
+}

@@ -1,0 +1,44 @@
+package org.jccl.spi;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A bidirectional, message-ordered link to one peer over one transport, owned by one communicator.
+ *
+ * <p>Messages are matched in order per direction: the k-th {@link #send} here is received by the
+ * peer's k-th {@link #recv} on its connection to this rank. A receive of the wrong size is a
+ * protocol error naming both sizes (collective arguments differing across ranks end up here).
+ *
+ * <p><b>Threading contract:</b> {@code send}, {@code recv} and {@code progress} are called only by
+ * the owning communicator's operation thread. The segments of posted requests must stay valid and,
+ * for sends, unmodified until the request is done. Native memory only: heap memory is staged by
+ * the runtime before it reaches a connection.
+ */
+public interface Connection extends AutoCloseable {
+
+    /** The peer's rank in the communicator. */
+    int peer();
+
+    /** For logs: "TCP 10.0.0.2:41234 (2 sockets)". */
+    String describe();
+
+    /** Posts a send of the whole segment. */
+    P2pRequest send(MemorySegment src);
+
+    /** Posts a receive that must be filled by exactly {@code dst.byteSize()} bytes. */
+    P2pRequest recv(MemorySegment dst);
+
+    /**
+     * Moves bytes without blocking and completes requests.
+     *
+     * @return how much work was done (0: nothing could be done now), used to pick an idle strategy
+     * @throws IOException when the link failed (peer closed, reset, protocol violation); the
+     *         runtime turns it into a {@code PeerFailedException} naming the peer and the operation
+     */
+    int progress() throws IOException;
+
+    /** Releases sockets and memory; pending requests are abandoned. Idempotent. */
+    @Override
+    void close();
+}

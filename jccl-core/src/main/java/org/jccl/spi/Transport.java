@@ -1,0 +1,29 @@
+package org.jccl.spi;
+
+import java.io.IOException;
+import org.jccl.Config;
+
+/**
+ * A way to move bytes between two ranks: tcp, and later shm, ucx and cuda-p2p. The runtime opens
+ * an {@link Endpoint} per communicator on every enabled transport, and for each peer uses the first
+ * transport (lowest {@link #priority()}) whose {@link #canConnect} accepts the pair, logging the
+ * choice ({@code rank 0 -> rank 1 via TCP}). Implementations are found with {@link java.util.ServiceLoader}
+ * in addition to the built-in ones, so optional modules plug in without jccl-core knowing them.
+ */
+public interface Transport {
+
+    /** Upper-case short name, used in logs and as the key of the endpoint address: "TCP", "SHM", "LOCAL". */
+    String name();
+
+    /** Lower is preferred: LOCAL 0, CUDA 10, SHM 20, UCX 30, TCP 100. */
+    int priority();
+
+    /** Whether settings allow this transport at all (e.g. {@code JCCL_SHM_DISABLE=1} turns SHM off). */
+    boolean isEnabled(Config config);
+
+    /** Opens this rank's endpoint for a new communicator. */
+    Endpoint open(TransportContext context) throws IOException;
+
+    /** Whether this transport can link {@code self} and {@code peer} (both endpoints are open). */
+    boolean canConnect(PeerInfo self, PeerInfo peer);
+}

@@ -1,0 +1,30 @@
+package org.jccl.spi;
+
+import org.jccl.Config;
+
+/**
+ * What a transport may know about the communicator it serves. Implemented by the runtime.
+ */
+public interface TransportContext {
+
+    /** 16 random bytes naming the communicator; sent in every connection's hello. */
+    byte[] commId();
+
+    /** This rank. */
+    int rank();
+
+    /** Number of ranks. */
+    int size();
+
+    /** The communicator's 128-bit secret; every connection proves knowledge of it before anything is allocated. */
+    byte[] secret();
+
+    /** The communicator's settings. */
+    Config config();
+
+    /** A peer's bootstrap info; available once bootstrap completed (before any {@link Endpoint#connect}). */
+    PeerInfo peer(int rank);
+
+    /** True once the communicator is aborted or closing: blocking steps (connect retries) must stop. */
+    boolean isStopping();
+}
