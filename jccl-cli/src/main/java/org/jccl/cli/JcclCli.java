@@ -1,0 +1,36 @@
+package org.jccl.cli;
+
+import org.jccl.Jccl;
+import org.jccl.cli.perf.PerfCommand;
+import org.jccl.cli.run.RunCommand;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code jccl} command. Subcommands: perf, run (later doctor, topo, env). */
+@Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = JcclCli.Version.class,
+        description = "jccl: collective communication for the JVM.",
+        subcommands = {PerfCommand.class, RunCommand.class, CommandLine.HelpCommand.class})
+public final class JcclCli implements Runnable {
+
+    public static void main(String[] args) {
+        System.exit(execute(args));
+    }
+
+    /** Runs the command line and returns the exit code (tests call this instead of main). */
+    public static int execute(String... args) {
+        return new CommandLine(new JcclCli()).execute(args);
+    }
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+
+    /** Prints jccl's version. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"jccl " + Jccl.version() + " (Java " + Runtime.version() + ")"};
+        }
+    }
+}
