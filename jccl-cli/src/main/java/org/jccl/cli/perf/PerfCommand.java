@@ -1,12 +1,188 @@
 package org.jccl.cli.perf;
 
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.jccl.Communicator;
+import org.jccl.Config;
+import org.jccl.Jccl;
+import org.jccl.cli.run.LocalLauncher;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.Model.PositionalParamSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.Spec;
 
-/** SKELETON - replaced by the perf work package. */
-@Command(name = "perf", description = "nccl-tests compatible benchmark")
-public final class PerfCommand implements java.util.concurrent.Callable<Integer> {
+/**
+ * {@code jccl perf <collective> [flags]}: nccl-tests' benchmark for jccl, with its flags, defaults,
+ * table layout and bus-bandwidth definitions, so the two outputs can be compared line by line.
+ *
+ * <p>Two ways to run: with {@code -np N} this process starts N local ranks (through {@link
+ * LocalLauncher}) that each run the same command without {@code -np}; without it, this process
+ * is one rank of a job whose identity comes from the environment ({@code jccl run}, torchrun,
+ * mpirun, srun). Rank 0 prints the report.
+ *
+ * <p>Exit codes: 0 success, 1 wrong results or a failed run, 2 bad usage.
+ */
+@Command(name = "perf", sortOptions = false, usageHelpAutoWidth = true,
+        description = {"Measures a collective like nccl-tests (all_reduce_perf, ...): same flags, same table, same busbw.",
+                "Start N local ranks with -np N, or run one rank per process under jccl run, torchrun, mpirun or srun."},
+        footer = {"", "Sizes take K, M, G suffixes (powers of 1024). Exit codes: 0 ok, 1 wrong results or failure, 2 usage error."})
+public final class PerfCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "COLLECTIVE",
+            description = "all_reduce, all_gather, broadcast, reduce, reduce_scatter, alltoall or sendrecv"
+                    + " (nccl-tests binary names such as all_reduce_perf work too)")
+    String collective;
+
+    @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", defaultValue = "32M",
+            description = "first message size (default: ${DEFAULT-VALUE})")
+    String minBytes;
+
+    @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", defaultValue = "32M",
+            description = "last message size (default: ${DEFAULT-VALUE})")
+    String maxBytes;
+
+    @Option(names = {"-i", "--stepbytes"}, paramLabel = "SIZE", defaultValue = "1M",
+            description = "size increment when -f is 1 (default: ${DEFAULT-VALUE})")
+    String stepBytes;
+
+    @Option(names = {"-f", "--stepfactor"}, paramLabel = "N", defaultValue = "1",
+            description = "size multiplier; above 1 it replaces -i (default: ${DEFAULT-VALUE})")
+    long stepFactor;
+
+    @Option(names = {"-n", "--iters"}, paramLabel = "N", defaultValue = "20",
+            description = "timed operations per size (default: ${DEFAULT-VALUE})")
+    int iters;
+
+    @Option(names = {"-w", "--warmup_iters"}, paramLabel = "N", defaultValue = "1",
+            description = "warm-up operations per size, before the sweep (default: ${DEFAULT-VALUE})")
+    int warmupIters;
+
+    @Option(names = {"-c", "--check"}, paramLabel = "N", defaultValue = "1",
+            description = "check runs per measurement; 0 turns checking off (default: ${DEFAULT-VALUE})")
+    int check;
+
+    @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "sum",
+            description = "sum, prod, min, max, avg or all (default: ${DEFAULT-VALUE})")
+    String op;
+
+    @Option(names = {"-d", "--datatype"}, paramLabel = "TYPE", defaultValue = "float",
+            description = "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all (default: ${DEFAULT-VALUE})")
+    String datatype;
+
+    @Option(names = {"-r", "--root"}, paramLabel = "RANK", defaultValue = "0",
+            description = "root of broadcast and reduce; all (or -1) for every rank in turn (default: ${DEFAULT-VALUE})")
+    String root;
+
+    @Option(names = {"-a", "--average"}, paramLabel = "0-3", defaultValue = "1",
+            description = "time reported: 0 rank 0's, 1 mean of ranks, 2 min, 3 max (default: ${DEFAULT-VALUE})")
+    int average;
+
+    @Option(names = {"-z", "--blocking"}, paramLabel = "0-3", defaultValue = "0",
+            description = "0 issue all then wait; 1 wait and barrier after each op; 2 wait after each op;"
+                    + " 3 like 1 with the barrier left out of the time (default: ${DEFAULT-VALUE})")
+    int blocking;
+
+    @Option(names = {"-J", "--output_file", "--json"}, paramLabel = "FILE",
+            description = "also write the results as JSON (nccl-tests' layout); an existing file is kept and FILE.0, FILE.1, ... used")
+    Path json;
+
+    @Option(names = "-np", paramLabel = "N",
+            description = "start N ranks on this host, each running this command without -np")
+    Integer np;
+
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "show this help and exit")
+    boolean help;
+
     @Override
     public Integer call() {
-        throw new UnsupportedOperationException("perf");
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        PerfOptions options = options(System.getenv());
+        if (np != null) {
+            if (np < 1) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "-np must be at least 1, got " + np);
+            }
+            List<String> command = new ArrayList<>(LocalLauncher.javaCommand("org.jccl.cli.JcclCli"));
+            command.add("perf");
+            command.addAll(rankArgs(spec.commandLine().getParseResult()));
+            return LocalLauncher.launch(np, command, Map.of(), System.out, System.err);
+        }
+        Config config = Config.fromEnvironment();
+        if (config.launch().isEmpty()) {
+            err.println("jccl perf: this process is not part of a job (no JCCL_COMM_ID/RANK/WORLD_SIZE, torchrun, Open MPI"
+                    + " or Slurm variables). Start ranks with `jccl perf -np N " + String.join(" ", options.args())
+                    + "`, or run it under jccl run, torchrun, mpirun or srun.");
+            err.flush();
+            return PerfRunner.USAGE;
+        }
+        int rank = config.launch().get().rank();
+        try (Communicator comm = Jccl.init(config)) {
+            return PerfRunner.run(comm, options, out, err, System.getenv());
+        } catch (RuntimeException e) {
+            err.println("jccl perf: rank " + rank + ": " + e.getMessage());
+            err.flush();
+            return PerfRunner.FAILED;
+        }
+    }
+
+    /** Validates the flags into {@link PerfOptions}; a bad value is a usage error (exit code 2). */
+    PerfOptions options(Map<String, String> env) {
+        try {
+            Collective c = Collective.parse(collective);
+            long min = SizeSweep.parseSize(minBytes, "-b/--minbytes");
+            long max = SizeSweep.parseSize(maxBytes, "-e/--maxbytes");
+            long step = SizeSweep.parseSize(stepBytes, "-i/--stepbytes");
+            if (stepFactor < 0) {
+                throw new IllegalArgumentException("-f/--stepfactor must not be negative, got " + stepFactor);
+            }
+            double minBw = -1;
+            String minBwText = env.get("NCCL_TESTS_MIN_BW");
+            if (minBwText != null && !minBwText.isBlank()) {
+                try {
+                    minBw = Double.parseDouble(minBwText.trim());
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("NCCL_TESTS_MIN_BW='" + minBwText + "' is not a number (GB/s)");
+                }
+            }
+            return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
+                    PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,
+                    rankArgs(spec.commandLine().getParseResult()));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The command line for each rank: every option as the user typed it, except -np. Rebuilt from
+     * the parse result (long names, original values) rather than by editing the raw arguments,
+     * where "-np" might also be the value of another option.
+     */
+    static List<String> rankArgs(ParseResult pr) {
+        List<String> args = new ArrayList<>();
+        for (PositionalParamSpec p : pr.matchedPositionals()) {
+            args.addAll(p.originalStringValues());
+        }
+        for (OptionSpec o : pr.matchedOptions()) {
+            if (o.longestName().equals("-np") || o.usageHelp()) {
+                continue;
+            }
+            for (String v : o.originalStringValues()) {
+                args.add(o.longestName());
+                args.add(v);
+            }
+        }
+        return args;
     }
 }

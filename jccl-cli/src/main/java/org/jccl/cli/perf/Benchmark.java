@@ -1,0 +1,284 @@
+package org.jccl.cli.perf;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.function.Consumer;
+import org.jccl.Buffer;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.Group;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+
+/**
+ * One rank's measurements, nccl-tests' {@code TimeTest}/{@code BenchTime} on a {@link Communicator}.
+ * Every rank of the job runs the same calls in the same order; every rank gets the same rows
+ * (times are combined across ranks before bandwidths are computed).
+ *
+ * <p>Per (type, op, root): a warm-up of every power-of-two multiple of the first size, then for
+ * each size of the sweep, out of place and then in place:
+ * <ol>
+ * <li>with checking on, the send data is filled so that the timed operations move real values;</li>
+ * <li>one untimed operation, then a barrier, so that every rank starts the clock together;</li>
+ * <li>{@code iters} operations issued back to back and only the last one joined (operations on a
+ *     communicator complete in order), timed with {@link System#nanoTime}; time per op = total / iters;</li>
+ * <li>the time is combined across ranks by {@code -a} (rank 0's, mean, min or max);</li>
+ * <li>{@code -c} check runs: fresh data, poisoned receive buffers, one operation, every element
+ *     compared with the expected value; wrong elements are summed across ranks.</li>
+ * </ol>
+ * Like nccl-tests, consecutive timed operations use consecutive regions of the buffers (while they
+ * fit) so that a result cannot be served from a cache warmed by the previous operation.
+ *
+ * <p>Buffers: one send and one receive buffer of {@code maxBytes} in native memory, allocated once
+ * from a shared arena (the runtime's progress threads touch them, which a confined arena forbids).
+ * Not thread safe: one thread drives one rank.
+ */
+final class Benchmark implements AutoCloseable {
+    private final Communicator comm;
+    private final PerfOptions o;
+    private final int rank;
+    private final int nranks;
+    private final Arena arena;
+    private final MemorySegment send;
+    private final MemorySegment recv;
+
+    private int rep;
+    private long localErrors;
+    private double busBwSum;
+    private long busBwCount;
+
+    Benchmark(Communicator comm, PerfOptions options) {
+        this.comm = comm;
+        this.o = options;
+        this.rank = comm.rank();
+        this.nranks = comm.size();
+        this.arena = Arena.ofShared();
+        // 64-byte alignment: cache lines, and every element type's natural alignment.
+        long bytes = Math.max(options.maxBytes(), 64);
+        this.send = arena.allocate(bytes, 64);
+        this.recv = arena.allocate(bytes, 64);
+    }
+
+    /** Checks (on this rank) that found wrong data, nccl-tests' per-rank error count. */
+    long localErrors() {
+        return localErrors;
+    }
+
+    /** Mean busbw over every measurement so far (out of place and in place), the footer's average. */
+    double averageBusBw() {
+        return busBwSum / busBwCount;
+    }
+
+    /**
+     * Runs every (type, op, root) the options ask for, handing each results line to {@code rows}
+     * as soon as it is measured.
+     *
+     * @throws IllegalArgumentException when -r names a rank the job does not have
+     */
+    void runAll(Consumer<ResultRow> rows) {
+        Collective c = o.collective();
+        int root = o.root();
+        if (c.hasRoot() && root >= nranks) {
+            throw new IllegalArgumentException("-r/--root " + root + " is not a rank of this " + nranks + "-rank job");
+        }
+        List<ReduceOp> ops = c.hasOp() ? o.ops() : java.util.Collections.singletonList(null);
+        for (DataType t : o.types()) {
+            for (ReduceOp op : ops) {
+                if (!c.hasRoot()) {
+                    timeTest(t, op, ResultRow.NO_ROOT, rows);
+                } else if (root == PerfOptions.ALL_ROOTS) {
+                    for (int r = 0; r < nranks; r++) {
+                        timeTest(t, op, r, rows);
+                    }
+                } else {
+                    timeTest(t, op, root, rows);
+                }
+            }
+        }
+    }
+
+    /** nccl-tests' TimeTest: warm-up, then one row per size. */
+    void timeTest(DataType t, ReduceOp op, int root, Consumer<ResultRow> rows) {
+        comm.barrier();
+        if (o.warmupIters() > 0) {
+            for (long size : SizeSweep.warmupSizes(o.minBytes(), o.maxBytes())) {
+                Collective.Counts counts = o.collective().counts(size, t.size(), nranks);
+                Work last = null;
+                for (int i = 0; i < o.warmupIters(); i++) {
+                    last = start(counts, t, op, root, false, i);
+                }
+                last.join();
+            }
+        }
+        for (long size : o.sizes()) {
+            rows.accept(measure(size, t, op, root));
+        }
+    }
+
+    /** One results line: {@code size} out of place and in place. */
+    ResultRow measure(long size, DataType t, ReduceOp op, int root) {
+        Collective c = o.collective();
+        Collective.Counts counts = c.counts(size, t.size(), nranks);
+        ResultRow.Measurement outOfPlace = benchTime(counts, t, op, root, false);
+        ResultRow.Measurement inPlace = benchTime(counts, t, op, root, true);
+        return new ResultRow(counts.sizeBytes(t.size()), counts.paramCount(), t.ncclName(),
+                op == null ? ResultRow.NO_OP : op.ncclName(), root, outOfPlace, inPlace);
+    }
+
+    /** nccl-tests' BenchTime: one variant of one size. */
+    ResultRow.Measurement benchTime(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace) {
+        Collective c = o.collective();
+        if (o.check() > 0) {
+            initData(pattern(t, op, 0), counts, root, inPlace);
+        }
+        start(counts, t, op, root, inPlace, 0).join();
+        comm.barrier();
+
+        long collectiveOnly = 0;
+        long t0 = System.nanoTime();
+        Work last = null;
+        for (int i = 0; i < o.iters(); i++) {
+            long ti = System.nanoTime();
+            last = start(counts, t, op, root, inPlace, i);
+            if (o.blocking() != 0) {
+                last.join();
+                if (o.blocking() == 3) {
+                    collectiveOnly += System.nanoTime() - ti;
+                }
+                if (o.blocking() == 1 || o.blocking() == 3) {
+                    comm.barrier();
+                }
+            }
+        }
+        last.join();
+        long elapsed = o.blocking() == 3 ? collectiveOnly : System.nanoTime() - t0;
+        double seconds = combine(elapsed / 1e9 / o.iters());
+
+        double algBw = c.algBw(counts.paramCount(), t.size(), seconds, nranks);
+        double busBw = algBw * c.busBwFactor(nranks);
+
+        long wrong = ResultRow.Measurement.NOT_CHECKED;
+        boolean report = !(inPlace && c.inPlaceUnchecked());
+        if (o.check() > 0 && report) {
+            for (int k = 0; k < o.check(); k++) {
+                DataPattern p = pattern(t, op, ++rep);
+                initData(p, counts, root, inPlace);
+                start(counts, t, op, root, inPlace, 0).join();
+                long local = countWrong(p, counts, root, inPlace);
+                if (local != 0) {
+                    localErrors++;
+                }
+                long[] total = {local};
+                comm.allReduce(total, ReduceOp.SUM);
+                wrong = total[0];
+                if (wrong != 0) {
+                    break;
+                }
+            }
+        }
+        busBwSum += busBw;
+        busBwCount++;
+        return new ResultRow.Measurement(seconds * 1e6, algBw, busBw, wrong);
+    }
+
+    /** The per-op time every rank reports, per -a: rank 0's, the mean, the minimum or the maximum. */
+    private double combine(double seconds) {
+        double[] v = {seconds};
+        switch (o.average()) {
+            case 0 -> comm.broadcast(v, 0);
+            case 1 -> {
+                comm.allReduce(v, ReduceOp.SUM);
+                v[0] /= nranks;
+            }
+            case 2 -> comm.allReduce(v, ReduceOp.MIN);
+            default -> comm.allReduce(v, ReduceOp.MAX);
+        }
+        return v[0];
+    }
+
+    private DataPattern pattern(DataType t, ReduceOp op, int seed) {
+        return new DataPattern(t, o.collective().reduces() ? op : null, nranks, seed);
+    }
+
+    /**
+     * Starts one operation (nccl-tests' startColl). {@code iter} picks the buffer region; in place,
+     * the send buffer is the receive buffer or, for all_gather, this rank's slot in it, and for
+     * reduce_scatter the result goes to this rank's slot.
+     */
+    Work start(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iter) {
+        int ws = t.size();
+        long total = counts.sizeBytes(ws);
+        long steps = total > 0 ? o.maxBytes() / total : 1;
+        long shift = total * (iter % steps);
+        MemorySegment recvBase = recv.asSlice(shift);
+        MemorySegment sendBase = inPlace ? recvBase : send.asSlice(shift);
+        long sendOffset = inPlace ? counts.sendInPlaceOffset() * rank * ws : 0;
+        long recvOffset = inPlace ? counts.recvInPlaceOffset() * rank * ws : 0;
+        Buffer s = Buffer.of(sendBase.asSlice(sendOffset), counts.sendCount(), t);
+        Buffer r = Buffer.of(recvBase.asSlice(recvOffset), counts.recvCount(), t);
+        return switch (o.collective()) {
+            case ALL_REDUCE -> comm.allReduceAsync(s, r, op);
+            case ALL_GATHER -> comm.allGatherAsync(s, r);
+            case BROADCAST -> comm.broadcastAsync(s, r, root);
+            case REDUCE -> comm.reduceAsync(s, r, op, root);
+            case REDUCE_SCATTER -> comm.reduceScatterAsync(s, r, op);
+            case ALLTOALL -> comm.allToAllAsync(s, r);
+            case SENDRECV -> {
+                // Like ncclGroupStart/End around ncclSend/ncclRecv: both posted together, so the
+                // ring of ranks cannot deadlock; the group's close waits for both.
+                Work w;
+                try (Group g = comm.group()) {
+                    comm.sendAsync(s, (rank + 1) % nranks);
+                    w = comm.recvAsync(r, (rank - 1 + nranks) % nranks);
+                }
+                yield w;
+            }
+        };
+    }
+
+    /** Poisons the receive region and writes this rank's send data (at buffer offset 0, as check runs use iter 0). */
+    void initData(DataPattern p, Collective.Counts counts, int root, boolean inPlace) {
+        int ws = p.type().size();
+        DataPattern.poison(recv, counts.sizeBytes(ws));
+        MemorySegment data = inPlace ? recv.asSlice(counts.sendInPlaceOffset() * rank * ws) : send;
+        if (o.collective() == Collective.BROADCAST) {
+            if (rank == root) {
+                p.fill(data, root, 0, counts.sendCount());
+            }
+        } else {
+            p.fill(data, rank, 0, counts.sendCount());
+        }
+    }
+
+    /** Elements of this rank's result that differ from what the pattern says they must be. */
+    long countWrong(DataPattern p, Collective.Counts counts, int root, boolean inPlace) {
+        DataType t = p.type();
+        MemorySegment r = recv.asSlice(inPlace ? counts.recvInPlaceOffset() * rank * t.size() : 0);
+        long base = counts.paramCount();
+        long poison = Elements.mask(t) & 0xA5A5_A5A5_A5A5_A5A5L;
+        long wrong = 0;
+        for (long i = 0; i < counts.recvCount(); i++) {
+            long expected = switch (o.collective()) {
+                case ALL_REDUCE -> p.reducedBits(i);
+                // Only the root's receive buffer is written: elsewhere it must be left as it was.
+                case REDUCE -> rank == root ? p.reducedBits(i) : inPlace ? p.bits(rank, i) : poison;
+                case BROADCAST -> p.bits(root, i);
+                case ALL_GATHER -> p.bits((int) (i / base), i % base);
+                case REDUCE_SCATTER -> p.reducedBits(rank * base + i);
+                case ALLTOALL -> p.bits((int) (i / base), rank * base + i % base);
+                case SENDRECV -> p.bits((rank - 1 + nranks) % nranks, i);
+            };
+            if (!p.matches(expected, Elements.getBits(r, i, t))) {
+                wrong++;
+            }
+        }
+        return wrong;
+    }
+
+    /** Frees the buffers; the communicator stays open (it belongs to the caller). */
+    @Override
+    public void close() {
+        arena.close();
+    }
+}
