@@ -56,8 +56,14 @@ final class Benchmark implements AutoCloseable {
         this.arena = Arena.ofShared();
         // 64-byte alignment: cache lines, and every element type's natural alignment.
         long bytes = Math.max(options.maxBytes(), 64);
-        this.send = arena.allocate(bytes, 64);
-        this.recv = arena.allocate(bytes, 64);
+        try {
+            this.send = arena.allocate(bytes, 64);
+            this.recv = arena.allocate(bytes, 64);
+        } catch (OutOfMemoryError | IllegalArgumentException e) {
+            arena.close();
+            throw new IllegalStateException("cannot allocate 2 x " + bytes + " bytes of native memory for -e/--maxbytes "
+                    + options.maxBytes() + " on rank " + rank + " (" + e.getMessage() + "); lower -e", e);
+        }
     }
 
     /** Checks (on this rank) that found wrong data, nccl-tests' per-rank error count. */

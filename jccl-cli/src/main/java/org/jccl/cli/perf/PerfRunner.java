@@ -74,10 +74,32 @@ final class PerfRunner {
             out.flush();
         }
 
+        // Buffers are allocated on every rank before any timed collective; a rank short of memory
+        // must stop all of them, not leave them waiting for it.
+        Benchmark bench = null;
+        String allocProblem = null;
+        try {
+            bench = new Benchmark(comm, o);
+        } catch (IllegalStateException e) {
+            allocProblem = e.getMessage();
+        }
+        int[] allocated = {allocProblem == null ? 0 : 1};
+        comm.allReduce(allocated, org.jccl.ReduceOp.MAX);
+        if (allocated[0] != 0) {
+            if (allocProblem != null) {
+                err.println("jccl perf: " + allocProblem);
+                err.flush();
+            }
+            if (bench != null) {
+                bench.close();
+            }
+            return FAILED;
+        }
+
         JsonReport report = json != null ? new JsonReport() : null;
         long errors;
         double avgBusBw;
-        try (Benchmark b = new Benchmark(comm, o)) {
+        try (Benchmark b = bench) {
             b.runAll(row -> {
                 if (printer) {
                     out.println(Table.row(row));

@@ -274,6 +274,16 @@ class PerfBenchmarkTest {
     }
 
     @Test
+    void buffersTooLargeStopEveryRank() throws Exception {
+        PerfTesting.Opts o = new PerfTesting.Opts();
+        o.max = 1L << 60;
+        PerfTesting.Run r = run(2, o.build());
+        assertEquals(PerfRunner.FAILED, r.code());
+        assertTrue(r.err().contains("cannot allocate 2 x 1152921504606846976 bytes"), r.err());
+        assertTrue(r.err().contains("lower -e"), r.err());
+    }
+
+    @Test
     void minimumBusBandwidth() throws Exception {
         PerfTesting.Opts o = new PerfTesting.Opts();
         o.minBw = 1e9;

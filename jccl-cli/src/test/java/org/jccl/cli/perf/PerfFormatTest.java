@@ -111,6 +111,42 @@ class PerfFormatTest {
                 new String[] {"5.25", "0.20", "0.20", "1.23457e+06"}), Table.row(r));
     }
 
+    /**
+     * Lines printed by a C program (glibc printf) that applies nccl-tests 2.19.6's format strings
+     * (writeBenchmarkLinePreamble, getFloatStr, writeBenchmarkLineBody, writeResultFooter) to the
+     * values below: rounding ties, column overflow into fewer decimals and the exponent form,
+     * %g of large #wrong counts, N/A.
+     */
+    private static final String[] GOLDEN_ROWS = {
+        "           8             2     float     sum      -1     0.50    0.00    0.00       0     0.12   16.00   24.00  999999",
+        "          64            16  bfloat16    none       0    18.20    0.12    0.38       1  35354.3  242.97  364.45       7",
+        "         512           128     float     sum       1   100000  1234.6  100.00  1.23457e+06  8945.05  240.08  360.11       0",
+        "        4096          1024  bfloat16    none      -1  1234568  123457   1e+06    N/A  1.2e+07    0.00    0.01      42",
+        "       32768          8192     float     sum       0  1.2e+07    0.00    0.01      42  1234568  123457   1e+06    N/A",
+        "      262144         65536  bfloat16    none       1  8945.05  240.08  360.11       0   100000  1234.6  100.00  1.23457e+06",
+        "     2097152        524288     float     sum      -1  35354.3  242.97  364.45       7    18.20    0.12    0.38       1",
+        "    16777216       4194304  bfloat16    none       0     0.12   16.00   24.00  999999     0.50    0.00    0.00       0",
+    };
+
+    @Test
+    void rowsMatchLinesPrintedByCWithNcclTestsFormats() {
+        double[][] v = {{0.5, 0.0, 0.0}, {18.205, 0.125, 0.375}, {99999.995, 1234.565, 99.995}, {1234567.8, 123456.7, 999999.5},
+            {12345678, 0.004, 0.005}, {8945.05, 240.08, 360.11}, {35354.34, 242.97, 364.45}, {0.125, 16.0, 24.0}};
+        long[] w = {0, 1, 1234567, -1, 42, 0, 7, 999999};
+        for (int i = 0; i < 8; i++) {
+            ResultRow.Measurement a = new ResultRow.Measurement(v[i][0], v[i][1], v[i][2], w[i]);
+            ResultRow.Measurement b = new ResultRow.Measurement(v[7 - i][0], v[7 - i][1], v[7 - i][2], w[7 - i]);
+            ResultRow r = new ResultRow(8L << (3 * i), 2L << (3 * i), i % 2 == 1 ? "bfloat16" : "float",
+                    i % 2 == 1 ? "none" : "sum", i % 3 - 1, a, b);
+            assertEquals(GOLDEN_ROWS[i], Table.row(r), "row " + i);
+        }
+        String[] bw = {"288.533", "0.000123456", "1.23457e+06", "0", "15.5"};
+        double[] values = {288.532612, 0.000123456, 1234567.0, 0.0, 15.5};
+        for (int i = 0; i < bw.length; i++) {
+            assertEquals("# Avg bus bandwidth    : " + bw[i] + " ", Table.footer(0, values[i], -1, Collective.ALL_REDUCE).get(1));
+        }
+    }
+
     @Test
     void headerMatchesNcclTests() {
         List<String> h = Table.resultHeader();
