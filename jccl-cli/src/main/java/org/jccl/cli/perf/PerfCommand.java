@@ -1,6 +1,8 @@
 package org.jccl.cli.perf;
 
+import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -117,7 +119,11 @@ public final class PerfCommand implements Callable<Integer> {
             List<String> command = new ArrayList<>(LocalLauncher.javaCommand("org.jccl.cli.JcclCli"));
             command.add("perf");
             command.addAll(rankArgs(spec.commandLine().getParseResult()));
-            return LocalLauncher.launch(np, command, Map.of(), System.out, System.err);
+            // Only rank 0 prints to stdout; dropping the launcher's "[0] " prefix there keeps the
+            // report in nccl-tests' layout. stderr keeps every prefix: there the rank matters.
+            try (PrintStream report = new PrintStream(new RankZeroOutput(System.out), true, StandardCharsets.UTF_8)) {
+                return LocalLauncher.launch(np, command, Map.of(), report, System.err);
+            }
         }
         Config config = Config.fromEnvironment();
         if (config.launch().isEmpty()) {
