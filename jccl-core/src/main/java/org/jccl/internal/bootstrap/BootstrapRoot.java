@@ -50,10 +50,9 @@ import org.jccl.spi.PeerInfo;
  * <p>Threads: one daemon platform thread, {@code jccl-bootstrap-root}, owns all job state (the
  * registrations, the world size) and never blocks on a peer: it accepts, validates and writes
  * with a selector. Each accepted connection is authenticated ({@link Handshake}, bounded by a short
- * timeout) and its registration frame read on a virtual thread; at most
- * {@value #MAX_CONCURRENT_HANDSHAKES} such connections are served at once, the rest wait in the
- * listen backlog. So a connection that sends nothing holds one of those slots for at most
- * {@link #HANDSHAKE_TIMEOUT}, and costs nothing beyond the handshake's fixed-size state until it
+ * timeout) and its registration frame read on a virtual thread; at most 64 such connections are
+ * served at once, the rest wait in the listen backlog. So a connection that sends nothing holds one
+ * of those slots for at most 5 seconds, and costs nothing beyond the handshake's fixed-size state until it
  * has proven the secret. A connection that fails the handshake is logged in one line and dropped;
  * the job goes on.
  *
@@ -161,8 +160,8 @@ public final class BootstrapRoot implements AutoCloseable {
                     ? new InetSocketAddress(Interfaces.selectAddress(config), local.getPort()) : local;
             BootstrapRoot root = new BootstrapRoot(server, selector, reported, secret, config);
             root.thread.start();
-            Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root listening on " + root.where + " (bound " + BootstrapWire.hostPort(local)
-                    + "), init deadline " + BootstrapWire.seconds(root.initTimeout) + " (JCCL_INIT_TIMEOUT)");
+            Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root listening on " + root.where
+                    + (local.equals(reported) ? "" : " (bound " + BootstrapWire.hostPort(local) + ")") + ", init deadline " + BootstrapWire.seconds(root.initTimeout) + " (JCCL_INIT_TIMEOUT)");
             return root;
         } catch (UnresolvedAddressException e) {
             closeQuietly(server, selector);
