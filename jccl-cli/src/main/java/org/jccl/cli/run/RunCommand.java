@@ -26,6 +26,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "run", mixinStandardHelpOptions = true, sortOptions = false,
         modelTransformer = RunCommand.StopAtTarget.class,
+        header = "Start N ranks of a Java class, a jar or a program on this host.",
         description = {
             "Start N ranks of a program on this host, as processes that find each other through the environment"
                     + " (JCCL_COMM_ID, JCCL_RANK, JCCL_WORLD_SIZE, JCCL_LOCAL_RANK, JCCL_LOCAL_SIZE and a fresh"
