@@ -316,7 +316,7 @@ public final class LocalLauncher {
             } finally {
                 try {
                     Runtime.getRuntime().removeShutdownHook(hook);
-                } catch (IllegalStateException shuttingDown) {
+                } catch (IllegalStateException exiting) {
                     // The JVM is exiting and the hook is running or has run: it stops the ranks.
                 }
             }
