@@ -141,6 +141,36 @@ class TcpTransportTest {
 
     @Test
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void socketCountIsCappedAt64() throws Exception {
+        Config cfg = loopback().with("JCCL_SOCKET_NTHREADS", "16").with("JCCL_NSOCKS_PERTHREAD", "16");
+        try (Cluster c = new Cluster(2, cfg)) {
+            runRanks(2, 25_000, rank -> {
+                Connection conn = c.ep[rank].connect(1 - rank);
+                assertEquals(64, ((TcpConnection) conn).sockets());
+                assertTrue(conn.describe().endsWith("(64 sockets)"), conn.describe());
+                try (Arena arena = Arena.ofConfined()) {
+                    List<P2pRequest> reqs = new ArrayList<>();
+                    List<MemorySegment> in = new ArrayList<>();
+                    // 4 MiB + 5 is split into 64 uneven stripes; the small ones rotate over the sockets.
+                    for (long size : new long[] {(4 << 20) + 5, 100, 0, 70_000}) {
+                        MemorySegment src = arena.allocate(size);
+                        fill(src, size + rank);
+                        MemorySegment dst = arena.allocate(size);
+                        in.add(dst);
+                        reqs.add(conn.send(src));
+                        reqs.add(conn.recv(dst));
+                    }
+                    drive(20_000, conn, reqs.toArray(P2pRequest[]::new));
+                    for (MemorySegment dst : in) {
+                        assertEquals(-1, check(dst, dst.byteSize() + 1 - rank), dst.byteSize() + " bytes");
+                    }
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
     void threeRanksAllPairsInAnyConnectOrder() throws Exception {
         int n = 3;
         long size = 300_000; // split over the 2 sockets
