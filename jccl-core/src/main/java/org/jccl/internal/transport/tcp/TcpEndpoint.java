@@ -154,13 +154,13 @@ final class TcpEndpoint implements Endpoint {
             throw new IllegalArgumentException("rank " + rank + " cannot make a TCP connection to rank " + peerRank
                     + ": peers are 0.." + (ctx.size() - 1) + " except this rank");
         }
-        TcpConnection existing = connections.get(peerRank);
-        if (existing != null) {
-            return existing;
-        }
         if (closed) {
             throw new IOException("rank " + rank + " cannot connect to rank " + peerRank + " over TCP: its endpoint is closed"
                     + " (the communicator was closed or aborted)");
+        }
+        TcpConnection existing = connections.get(peerRank);
+        if (existing != null) {
+            return existing;
         }
         PeerInfo peer = ctx.peer(peerRank);
         InetSocketAddress remote = peerAddress(peer);
@@ -467,8 +467,13 @@ final class TcpEndpoint implements Endpoint {
                 }
                 return;
             }
-            reason = slots.computeIfAbsent(hello.rank(), PeerSlot::new).offer(hello.socketIndex(), hello.nsocks(), ch);
+            PeerSlot slot = slots.computeIfAbsent(hello.rank(), PeerSlot::new);
+            reason = slot.offer(hello.socketIndex(), hello.nsocks(), ch);
             if (reason == null) {
+                if (closed) {
+                    // close() may have swept the slots before this one was made: do not leave the socket parked.
+                    slot.close();
+                }
                 return;
             }
         }
