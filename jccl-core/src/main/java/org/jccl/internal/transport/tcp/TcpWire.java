@@ -173,7 +173,49 @@ final class TcpWire {
 
     /** "10.0.0.2:41234" or "[fd00::2]:41234", for logs. */
     static String format(InetSocketAddress a) {
-        String host = a.getAddress().getHostAddress();
-        return (a.getAddress() instanceof Inet6Address ? "[" + host + "]" : host) + ":" + a.getPort();
+        InetAddress ip = a.getAddress();
+        return (ip instanceof Inet6Address v6 ? "[" + compact(v6) + "]" : ip.getHostAddress()) + ":" + a.getPort();
+    }
+
+    /** RFC 5952 text of an IPv6 address ("::1", not Java's "0:0:0:0:0:0:0:1"), with its scope if any. */
+    static String compact(Inet6Address a) {
+        byte[] b = a.getAddress();
+        int[] g = new int[8];
+        for (int i = 0; i < 8; i++) {
+            g[i] = ((b[2 * i] & 0xFF) << 8) | (b[2 * i + 1] & 0xFF);
+        }
+        // The longest run of two or more zero groups (the first one on a tie) becomes "::".
+        int bestStart = -1;
+        int bestLen = 1;
+        for (int i = 0; i < 8; ) {
+            if (g[i] != 0) {
+                i++;
+                continue;
+            }
+            int j = i;
+            while (j < 8 && g[j] == 0) {
+                j++;
+            }
+            if (j - i > bestLen) {
+                bestStart = i;
+                bestLen = j - i;
+            }
+            i = j;
+        }
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 8; i++) {
+            if (i == bestStart) {
+                sb.append("::");
+                i += bestLen - 1;
+                continue;
+            }
+            if (sb.length() > 0 && sb.charAt(sb.length() - 1) != ':') {
+                sb.append(':');
+            }
+            sb.append(Integer.toHexString(g[i]));
+        }
+        String host = a.getHostAddress();
+        int pct = host.indexOf('%');
+        return pct < 0 ? sb.toString() : sb + host.substring(pct);
     }
 }

@@ -456,7 +456,7 @@ class TcpTransportTest {
         Config v6 = loopback().with("JCCL_SOCKET_FAMILY", "AF_INET6").with("JCCL_NSOCKS_PERTHREAD", "2");
         try (Cluster c = new Cluster(2, v6)) {
             assertEquals(19, c.ep[0].address().length, "family, IPv6, port");
-            assertEquals("[0:0:0:0:0:0:0:1]", c.ep[0].connect(1).describe().substring(4, 21));
+            assertTrue(c.ep[0].connect(1).describe().startsWith("TCP [::1]:"), c.ep[0].connect(1).describe());
             exchange(c, (1 << 20) + 3);
         }
     }

@@ -22,7 +22,14 @@ class TcpWireTest {
             InetSocketAddress a = new InetSocketAddress(host, 65535);
             assertEquals(a, TcpWire.decodeAddress(TcpWire.encodeAddress(a)));
         }
-        assertEquals("[fd00:0:0:0:0:0:0:2]:80", TcpWire.format(new InetSocketAddress("fd00::2", 80)));
+        assertEquals("[fd00::2]:80", TcpWire.format(new InetSocketAddress("fd00::2", 80)));
+        assertEquals("[::1]:1", TcpWire.format(new InetSocketAddress("::1", 1)));
+        assertEquals("[::]:1", TcpWire.format(new InetSocketAddress("::", 1)));
+        assertEquals("[2001:db8::1:0:0:1]:1", TcpWire.format(new InetSocketAddress("2001:db8:0:0:1:0:0:1", 1)));
+        assertEquals("[2001:db8:0:1:1:1:1:1]:1", TcpWire.format(new InetSocketAddress("2001:db8:0:1:1:1:1:1", 1)),
+                "a single zero group stays");
+        assertEquals("[1::]:1", TcpWire.format(new InetSocketAddress("1:0:0:0:0:0:0:0", 1)));
+        assertEquals("10.1.2.3:9", TcpWire.format(new InetSocketAddress("10.1.2.3", 9)));
         assertThrows(IllegalArgumentException.class, () -> TcpWire.decodeAddress(new byte[] {5, 1, 2, 3, 4, 0, 1}));
         assertThrows(IllegalArgumentException.class, () -> TcpWire.decodeAddress(new byte[] {4, 1, 2, 3, 4, 0}));
         assertThrows(IllegalArgumentException.class, () -> TcpWire.decodeAddress(new byte[0]));
