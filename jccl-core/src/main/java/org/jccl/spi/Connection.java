@@ -38,6 +38,15 @@ public interface Connection extends AutoCloseable {
      */
     int progress() throws IOException;
 
+    /**
+     * Channels whose readability means this connection has work. While idle, the runtime blocks in a
+     * selector over them (no polling, no CPU) instead of sleeping blind; the channels must be in
+     * non-blocking mode. Transports without channels return none and use {@link TransportContext#wakeup()}.
+     */
+    default java.nio.channels.SelectableChannel[] channels() {
+        return new java.nio.channels.SelectableChannel[0];
+    }
+
     /** Releases sockets and memory; pending requests are abandoned. Idempotent. */
     @Override
     void close();

@@ -27,4 +27,11 @@ public interface TransportContext {
 
     /** True once the communicator is aborted or closing: blocking steps (connect retries) must stop. */
     boolean isStopping();
+
+    /**
+     * Wakes this rank's progress engine if it is blocked waiting for work; costs a volatile read when
+     * it is not. Transports whose work arrives without a selectable channel (the in-JVM transport)
+     * call it on the <em>receiving</em> rank's context after handing it a message. Any thread.
+     */
+    void wakeup();
 }

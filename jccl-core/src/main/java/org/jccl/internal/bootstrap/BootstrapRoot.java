@@ -1,19 +1,623 @@
 package org.jccl.internal.bootstrap;
 
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.net.BindException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.channels.UnresolvedAddressException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jccl.Config;
+import org.jccl.ConfigException;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.ResourceException;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.Interfaces;
+import org.jccl.spi.PeerInfo;
 
-/** SKELETON - to be implemented by the bootstrap work package. */
+/**
+ * The bootstrap root: the one listening socket every rank of a job connects to at initialisation
+ * (rank 0's process, or whoever called {@code JcclId.create()}, runs it). It collects one
+ * registration per rank, checks that the ranks agree on the world size and that no rank number is
+ * taken twice, and when all have arrived sends every rank the full peer table and stops. At the
+ * init deadline ({@code JCCL_INIT_TIMEOUT}, counted from {@link #start}) it tells every waiting rank
+ * which ranks never arrived, and stops.
+ *
+ * <p>Threads: one daemon platform thread, {@code jccl-bootstrap-root}, owns all job state (the
+ * registrations, the world size) and never blocks on a peer: it accepts, validates and writes
+ * with a selector. Each accepted connection is authenticated ({@link Handshake}, bounded by a short
+ * timeout) and its registration frame read on a virtual thread; at most 64 such connections are
+ * served at once, the rest wait in the listen backlog. So a connection that sends nothing holds one
+ * of those slots for at most 5 seconds, and costs nothing beyond the handshake's fixed-size state until it
+ * has proven the secret. A connection that fails the handshake is logged in one line and dropped;
+ * the job goes on.
+ *
+ * <p>A registered rank whose connection closes before the job is complete (its process died) is
+ * removed, so a restarted process can take its rank again.
+ *
+ * <p>{@link #close()} may be called from any thread, any number of times.
+ */
 public final class BootstrapRoot implements AutoCloseable {
-    public static BootstrapRoot start(InetSocketAddress bind, byte[] secret, Config config) {
-        throw new UnsupportedOperationException("bootstrap root");
+
+    /** Time an accepted connection has to prove the secret and send its registration. */
+    static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
+    /** Unauthenticated connections served at once; further connections wait in the backlog. */
+    static final int MAX_CONCURRENT_HANDSHAKES = 64;
+    /** Listen backlog: a whole job's ranks may connect within a millisecond. */
+    static final int BACKLOG = 1024;
+    /** How long close() waits for the root thread to tell waiting ranks and let go of the port. */
+    private static final long CLOSE_WAIT_MS = 2_000;
+    /** At most this many rejections are kept to explain a later timeout. */
+    private static final int MAX_REJECTIONS_KEPT = 5;
+
+    private final ServerSocketChannel server;
+    private final Selector selector;
+    private final SelectionKey acceptKey;
+    private final InetSocketAddress address;
+    private final String where;
+    private final byte[] secret;
+    private final Duration initTimeout;
+    private final Duration sendTimeout;
+    private final long startNanos;
+    private final long deadlineNanos;
+    private final Semaphore handshakePermits = new Semaphore(MAX_CONCURRENT_HANDSHAKES);
+    private final Set<SocketChannel> inFlight = ConcurrentHashMap.newKeySet();
+    private final ConcurrentLinkedQueue<Arrival> arrivals = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger dropped = new AtomicInteger();
+    private final Thread thread;
+    private volatile boolean closeRequested;
+    /** Set once the root thread stops serving: what a late arrival is told. Null while running. */
+    private volatile byte[] stopFrame;
+    /** Number of ranks currently registered, for tests and status. */
+    private volatile int arrivedCount;
+
+    // ---- state owned by the root thread only
+    private final TreeMap<Integer, Registrant> registered = new TreeMap<>();
+    private int size = -1;
+    private final List<String> rejections = new ArrayList<>();
+
+    /** An authenticated connection whose registration has been read, on its way to the root thread. */
+    private record Arrival(SocketChannel channel, BootstrapWire.Registration registration, String from) {
     }
 
+    /** A registered rank, waiting for the table. */
+    private record Registrant(SocketChannel channel, SelectionKey key, PeerInfo info, String from) {
+    }
+
+    private BootstrapRoot(ServerSocketChannel server, Selector selector, InetSocketAddress address, byte[] secret, Config config) {
+        this.server = server;
+        this.selector = selector;
+        this.address = address;
+        this.where = BootstrapWire.hostPort(address);
+        this.secret = secret.clone();
+        this.initTimeout = Settings.INIT_TIMEOUT.getDuration(config);
+        this.sendTimeout = Settings.CONNECT_TIMEOUT.getDuration(config);
+        this.startNanos = System.nanoTime();
+        this.deadlineNanos = startNanos + initTimeout.toNanos();
+        try {
+            this.acceptKey = server.register(selector, SelectionKey.OP_ACCEPT);
+        } catch (IOException e) {
+            throw new ResourceException("cannot register the bootstrap root's socket " + where + " with a selector: " + e, e);
+        }
+        this.thread = Thread.ofPlatform().daemon(true).name("jccl-bootstrap-root").unstarted(this::run);
+    }
+
+    /**
+     * Binds exactly {@code bind} (port 0 picks a free port) and starts serving one rendezvous; returns
+     * once the socket listens, so ranks may connect as soon as this returns (and ranks that connected
+     * earlier have been retrying).
+     *
+     * @param bind address and port to listen on; a wildcard address listens on all interfaces and
+     *        {@link #address()} then reports the interface {@code JCCL_SOCKET_IFNAME} selects
+     * @param secret the job's 16-byte secret, which every rank must prove
+     * @param config settings ({@code JCCL_INIT_TIMEOUT}, {@code JCCL_CONNECT_TIMEOUT}, interface selection)
+     * @throws ResourceException when the port is in use or sockets are exhausted
+     * @throws ConfigException when the address is not one of this host's, or cannot be resolved
+     */
+    public static BootstrapRoot start(InetSocketAddress bind, byte[] secret, Config config) {
+        Objects.requireNonNull(bind, "bind");
+        Objects.requireNonNull(secret, "secret");
+        Objects.requireNonNull(config, "config");
+        // Read the settings before binding so a bad JCCL_INIT_TIMEOUT fails without holding a port.
+        Settings.INIT_TIMEOUT.getDuration(config);
+        Settings.CONNECT_TIMEOUT.getDuration(config);
+        String asked = bind.isUnresolved() ? bind.getHostString() + ":" + bind.getPort() : BootstrapWire.hostPort(bind);
+        ServerSocketChannel server = null;
+        Selector selector = null;
+        try {
+            server = ServerSocketChannel.open();
+            // A fixed port (MASTER_PORT) must be reusable right after a previous job's sockets linger in TIME_WAIT.
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(bind, BACKLOG);
+            server.configureBlocking(false);
+            selector = Selector.open();
+            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
+            InetSocketAddress reported = local.getAddress().isAnyLocalAddress()
+                    ? new InetSocketAddress(Interfaces.selectAddress(config), local.getPort()) : local;
+            BootstrapRoot root = new BootstrapRoot(server, selector, reported, secret, config);
+            root.thread.start();
+            Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root listening on " + root.where
+                    + (local.equals(reported) ? "" : " (bound " + BootstrapWire.hostPort(local) + ")") + ", init deadline " + BootstrapWire.seconds(root.initTimeout) + " (JCCL_INIT_TIMEOUT)");
+            return root;
+        } catch (UnresolvedAddressException e) {
+            closeQuietly(server, selector);
+            throw new ConfigException("cannot start the bootstrap root on " + asked + ": the host name cannot be resolved;"
+                    + " set JCCL_COMM_ID / MASTER_ADDR to a name or address of rank 0's host", e);
+        } catch (BindException e) {
+            closeQuietly(server, selector);
+            if (!isLocal(bind.getAddress())) {
+                throw new ConfigException("cannot start the bootstrap root on " + asked + ": " + bind.getAddress().getHostAddress()
+                        + " is not an address of this host (" + e.getMessage() + "); rank 0 (the root) must run on the host that"
+                        + " JCCL_COMM_ID / MASTER_ADDR names, or set it to one of this host's addresses", e);
+            }
+            throw new ResourceException("cannot start the bootstrap root on " + asked + ": " + e.getMessage()
+                    + " (the port is held by another job, a previous run still exiting, or a launcher's own store such as"
+                    + " torchrun's agent); choose another port in JCCL_COMM_ID / MASTER_PORT, or find the holder with"
+                    + " `ss -ltnp 'sport = :" + bind.getPort() + "'`", e);
+        } catch (IOException e) {
+            closeQuietly(server, selector);
+            throw new ResourceException("cannot start the bootstrap root on " + asked + ": " + e
+                    + "; check the open-file limit (ulimit -n) and that the address belongs to this host", e);
+        }
+    }
+
+    /** The address ranks connect to (a concrete address even when the root listens on a wildcard). */
     public InetSocketAddress address() {
-        throw new UnsupportedOperationException("bootstrap root");
+        return address;
+    }
+
+    /** Number of ranks registered and waiting right now (0 again once the root has stopped). */
+    int arrivedCount() {
+        return arrivedCount;
+    }
+
+    /** Whether the root thread has finished (job formed, deadline passed, or closed). */
+    boolean isStopped() {
+        return !thread.isAlive();
+    }
+
+    /**
+     * Stops the root: ranks still waiting are told that the root was closed, the port is released.
+     * Idempotent; waits briefly for the root thread so the port is free when this returns.
+     */
+    @Override
+    public void close() {
+        closeRequested = true;
+        selector.wakeup();
+        if (Thread.currentThread() != thread) {
+            try {
+                thread.join(CLOSE_WAIT_MS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ root thread
+
+    private void run() {
+        byte[] stop = null;
+        try {
+            stop = serve();
+        } catch (Throwable t) {
+            String message = "the bootstrap root at " + where + " failed: " + t + "; this is a jccl bug, please report it with this log";
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
+            stop = BootstrapWire.errorFrame(ErrorCode.INTERNAL, message);
+            try {
+                sendToAll(stop, Duration.ofSeconds(1));
+            } catch (Throwable ignored) {
+                // Best effort: the ranks see the connection close and name this root.
+            }
+        } finally {
+            stopFrame = stop != null ? stop : BootstrapWire.errorFrame(ErrorCode.INTERNAL, "the bootstrap root at " + where + " stopped");
+            closeQuietly(server, null);
+            for (Registrant r : registered.values()) {
+                closeQuietly(r.channel(), null);
+            }
+            registered.clear();
+            arrivedCount = 0;
+            for (SocketChannel ch : inFlight) {
+                closeQuietly(ch, null);
+            }
+            drainLateArrivals();
+            closeQuietly(null, selector);
+        }
+    }
+
+    /** Serves until the job is formed, the deadline passes or close() is called; returns what late arrivals are told. */
+    private byte[] serve() throws IOException {
+        while (true) {
+            if (closeRequested) {
+                return stopClosed();
+            }
+            Arrival a;
+            while ((a = arrivals.poll()) != null) {
+                onArrival(a);
+            }
+            if (size > 0 && registered.size() == size) {
+                return complete();
+            }
+            long remaining = deadlineNanos - System.nanoTime();
+            if (remaining <= 0) {
+                return stopTimedOut();
+            }
+            // Stop accepting while every handshake slot is busy; the kernel keeps the rest in the backlog.
+            acceptKey.interestOps(handshakePermits.availablePermits() > 0 ? SelectionKey.OP_ACCEPT : 0);
+            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining) + 1));
+            Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+            while (it.hasNext()) {
+                SelectionKey key = it.next();
+                it.remove();
+                if (!key.isValid()) {
+                    continue;
+                }
+                if (key == acceptKey) {
+                    acceptAll();
+                } else if (key.isReadable()) {
+                    onRegistrantReadable((Registrant) key.attachment());
+                }
+            }
+        }
+    }
+
+    private void acceptAll() throws IOException {
+        while (handshakePermits.tryAcquire()) {
+            SocketChannel ch = server.accept();
+            if (ch == null) {
+                handshakePermits.release();
+                return;
+            }
+            inFlight.add(ch);
+            Thread.ofVirtual().name("jccl-bootstrap-handshake").start(() -> authenticate(ch));
+        }
+    }
+
+    /** Runs on a virtual thread per connection: handshake, then read and decode the registration. */
+    private void authenticate(SocketChannel ch) {
+        String from = remote(ch);
+        boolean authenticated = false;
+        boolean handedOver = false;
+        try {
+            long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+            Duration timeout = Duration.ofMillis(Math.max(1, Math.min(HANDSHAKE_TIMEOUT.toMillis(), remainingMs)));
+            byte[] hello = Handshake.accept(ch, secret, Handshake.Kind.BOOTSTRAP, timeout);
+            authenticated = true;
+            int[] rankSize = BootstrapWire.parseHello(hello, from);
+            // Only now, with the secret proven, is a buffer sized by the peer's length allocated.
+            DataInputStream in = new DataInputStream(ch.socket().getInputStream());
+            BootstrapWire.Frame frame = BootstrapWire.readFrame(in, BootstrapWire.MAX_REGISTRATION_FRAME, from);
+            if (frame.type() != BootstrapWire.REGISTER) {
+                throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " sent bootstrap frame type " + frame.type()
+                        + " instead of a registration");
+            }
+            BootstrapWire.Registration reg = BootstrapWire.parseRegistration(frame.body(), from);
+            if (reg.rank() != rankSize[0] || reg.size() != rankSize[1] || reg.info().rank() != reg.rank()) {
+                throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " authenticated as rank " + rankSize[0] + " of "
+                        + rankSize[1] + " but registered rank " + reg.rank() + " of " + reg.size() + " with the peer info of rank "
+                        + reg.info().rank() + "; a jccl bug, please report it");
+            }
+            arrivals.add(new Arrival(ch, reg, from));
+            handedOver = true;
+            selector.wakeup();
+            if (stopFrame != null) {
+                // The root stopped while this one was in flight: tell it why, here, since the root thread is gone.
+                drainLateArrivals();
+            }
+        } catch (JcclException e) {
+            dropped.incrementAndGet();
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + e.getMessage());
+            if (authenticated) {
+                // The peer proved the secret, so it is one of ours with a bug or another version: tell it why.
+                writeOnce(ch, BootstrapWire.errorFrame(e.code(), "the bootstrap root at " + where + " refused this rank: " + e.getMessage()));
+            }
+        } catch (IOException e) {
+            dropped.incrementAndGet();
+            if (!closeRequested && stopFrame == null) {
+                Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": connection from " + from + " failed during "
+                        + (authenticated ? "registration" : "the handshake") + " (" + e + "); dropped");
+            }
+        } finally {
+            inFlight.remove(ch);
+            if (!handedOver) {
+                closeQuietly(ch, null);
+            }
+            handshakePermits.release();
+            selector.wakeup();
+        }
+    }
+
+    private void onArrival(Arrival a) throws IOException {
+        BootstrapWire.Registration reg = a.registration();
+        PeerInfo info = reg.info();
+        int rank = reg.rank();
+        if (size > 0 && reg.size() != size) {
+            Registrant ref = registered.firstEntry().getValue();
+            reject(a, ErrorCode.MISMATCH, "world size mismatch: rank " + rank + " says " + reg.size() + " but rank " + ref.info().rank()
+                    + " says " + size + " (bootstrap root " + where + "); every rank must be started with the same world size"
+                    + " (JCCL_WORLD_SIZE / WORLD_SIZE / mpirun -np / srun -n), and ranks of two jobs must not share one root address");
+            return;
+        }
+        if (rank < 0 || rank >= reg.size()) {
+            reject(a, ErrorCode.INVALID_ARGUMENT, "rank " + rank + " is outside [0, " + reg.size() + ") (bootstrap root " + where
+                    + "); give every process a rank below the world size");
+            return;
+        }
+        Registrant first = registered.get(rank);
+        if (first != null) {
+            reject(a, ErrorCode.MISMATCH, "duplicate rank " + rank + ": " + describe(first.info(), first.from()) + " registered it first, and "
+                    + describe(info, a.from()) + " claims it too (bootstrap root " + where + "); every process needs its own rank:"
+                    + " check the launcher's rank variables (JCCL_RANK / RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID), and that two"
+                    + " jobs do not share one root address");
+            return;
+        }
+        SocketChannel ch = a.channel();
+        ch.configureBlocking(false);
+        SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
+        Registrant r = new Registrant(ch, key, info, a.from());
+        key.attach(r);
+        registered.put(rank, r);
+        if (size < 0) {
+            size = reg.size();
+        }
+        arrivedCount = registered.size();
+        Log.trace(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + info.describe() + " registered from " + a.from()
+                + " (" + registered.size() + " of " + size + ")");
+    }
+
+    private static String describe(PeerInfo info, String from) {
+        return "host " + info.host() + " pid " + info.pid() + " (connected from " + from + ")";
+    }
+
+    private void reject(Arrival a, ErrorCode code, String message) {
+        Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + " rejected a registration from " + a.from() + ": " + message);
+        if (rejections.size() < MAX_REJECTIONS_KEPT) {
+            rejections.add(message);
+        }
+        writeOnce(a.channel(), BootstrapWire.errorFrame(code, message));
+        closeQuietly(a.channel(), null);
+    }
+
+    /**
+     * A registered rank's connection became readable before the table was sent: it closed (its
+     * process exited) or sent bytes it must not send. Either way the registration is withdrawn so
+     * the rank can register again.
+     */
+    private void onRegistrantReadable(Registrant r) {
+        ByteBuffer one = ByteBuffer.allocate(1);
+        String why;
+        try {
+            int n = r.channel().read(one);
+            why = n < 0 ? "closed its bootstrap connection" : "sent unexpected bytes while waiting for the peer table";
+        } catch (IOException e) {
+            why = "lost its bootstrap connection (" + e.getMessage() + ")";
+        }
+        r.key().cancel();
+        closeQuietly(r.channel(), null);
+        registered.remove(r.info().rank());
+        if (registered.isEmpty()) {
+            size = -1;
+        }
+        arrivedCount = registered.size();
+        Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + r.info().describe() + " " + why
+                + " before all ranks arrived (its process exited or was killed?); its rank is open again");
+    }
+
+    private byte[] complete() throws IOException {
+        closeQuietly(server, null);
+        PeerInfo[] table = new PeerInfo[size];
+        for (Map.Entry<Integer, Registrant> e : registered.entrySet()) {
+            table[e.getKey()] = e.getValue().info();
+        }
+        byte[] encoded;
+        try {
+            encoded = PeerInfoCodec.encodeAll(table);
+        } catch (JcclException e) {
+            byte[] error = BootstrapWire.errorFrame(ErrorCode.RESOURCE, "the bootstrap root at " + where + " cannot send the peer table: "
+                    + e.getMessage());
+            sendToAll(error, sendTimeout);
+            return error;
+        }
+        if (encoded.length > BootstrapWire.MAX_REPLY_FRAME - 1) {
+            byte[] error = BootstrapWire.errorFrame(ErrorCode.RESOURCE, "the peer table of " + size + " ranks takes " + encoded.length
+                    + " bytes, more than the bootstrap's limit of " + BootstrapWire.MAX_REPLY_FRAME + "; publish fewer transport addresses");
+            sendToAll(error, sendTimeout);
+            return error;
+        }
+        long formedNanos = System.nanoTime() - startNanos;
+        int sent = sendToAll(BootstrapWire.tableFrame(encoded), sendTimeout);
+        Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": all " + size + " ranks arrived after "
+                + String.format("%.3f s", formedNanos / 1e9) + "; peer table (" + encoded.length + " bytes) sent to " + sent + " of " + size);
+        return BootstrapWire.errorFrame(ErrorCode.MISMATCH, "the job at bootstrap root " + where + " was already formed by " + size
+                + " ranks when this rank registered: it is an extra process, or a duplicate rank");
+    }
+
+    private byte[] stopTimedOut() throws IOException {
+        closeQuietly(server, null);
+        String message;
+        if (registered.isEmpty()) {
+            message = "no rank arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
+                    + " (JCCL_INIT_TIMEOUT)" + explanations();
+        } else {
+            long n = BootstrapWire.missingCount(registered.keySet(), size);
+            message = (n == 1 ? "rank " : "ranks ") + BootstrapWire.missing(registered.keySet(), size) + " of " + size
+                    + " never arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
+                    + " (JCCL_INIT_TIMEOUT): check that " + (n == 1 ? "it was" : "they were") + " started and did not crash, that"
+                    + " every rank uses the same root address (JCCL_COMM_ID or MASTER_ADDR:MASTER_PORT) and JCCL_AUTH_TOKEN, and"
+                    + " raise JCCL_INIT_TIMEOUT if ranks start slowly" + explanations();
+        }
+        Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
+        byte[] frame = BootstrapWire.errorFrame(ErrorCode.TIMEOUT, message);
+        sendToAll(frame, sendTimeout);
+        return BootstrapWire.errorFrame(ErrorCode.TIMEOUT, "this rank arrived after the bootstrap root at " + where
+                + " had given up: " + message);
+    }
+
+    private String explanations() {
+        StringBuilder sb = new StringBuilder();
+        int d = dropped.get();
+        if (d > 0) {
+            sb.append("; ").append(d).append(d == 1 ? " connection was" : " connections were")
+                    .append(" dropped before registering (wrong JCCL_AUTH_TOKEN, another jccl version, or not a jccl rank: see the"
+                            + " root process's log)");
+        }
+        if (!rejections.isEmpty()) {
+            sb.append("; rejected meanwhile: ").append(String.join(" | ", rejections));
+        }
+        return sb.toString();
+    }
+
+    private byte[] stopClosed() throws IOException {
+        closeQuietly(server, null);
+        String message = "the bootstrap root at " + where + " was closed by its process before the job was formed"
+                + (size > 0 ? " (" + registered.size() + " of " + size + " ranks had arrived; missing "
+                + BootstrapWire.missing(registered.keySet(), size) + ")" : "")
+                + "; the process that started the root (rank 0, or the caller of JcclId.create()) is shutting down: see its log";
+        byte[] frame = BootstrapWire.errorFrame(ErrorCode.ABORTED, message);
+        if (!registered.isEmpty()) {
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
+            sendToAll(frame, Duration.ofSeconds(1));
+        }
+        return frame;
+    }
+
+    /**
+     * Writes {@code frame} to every registered rank, all at once through the selector so one slow
+     * reader cannot hold up the others, then closes their connections. Returns how many got it whole.
+     */
+    private int sendToAll(byte[] frame, Duration timeout) throws IOException {
+        Map<SelectionKey, ByteBuffer> pending = new HashMap<>();
+        for (Registrant r : registered.values()) {
+            if (r.key().isValid()) {
+                r.key().interestOps(SelectionKey.OP_WRITE);
+                pending.put(r.key(), ByteBuffer.wrap(frame));
+            }
+        }
+        int sent = 0;
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!pending.isEmpty()) {
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                break;
+            }
+            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining)));
+            Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+            while (it.hasNext()) {
+                SelectionKey key = it.next();
+                it.remove();
+                ByteBuffer buf = pending.get(key);
+                if (buf == null || !key.isValid() || !key.isWritable()) {
+                    continue;
+                }
+                Registrant r = (Registrant) key.attachment();
+                try {
+                    ((SocketChannel) key.channel()).write(buf);
+                } catch (IOException e) {
+                    Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": could not send to " + r.info().describe() + ": " + e);
+                    pending.remove(key);
+                    key.cancel();
+                    continue;
+                }
+                if (!buf.hasRemaining()) {
+                    pending.remove(key);
+                    key.interestOps(0);
+                    sent++;
+                }
+            }
+        }
+        for (SelectionKey key : pending.keySet()) {
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + ((Registrant) key.attachment()).info().describe()
+                    + " did not take the root's reply within " + BootstrapWire.seconds(timeout) + " (JCCL_CONNECT_TIMEOUT); closing");
+        }
+        for (Registrant r : registered.values()) {
+            closeQuietly(r.channel(), null);
+        }
+        registered.clear();
+        arrivedCount = 0;
+        return sent;
+    }
+
+    /** Tells arrivals that reached the queue after the root stopped why they cannot join; safe from any thread. */
+    private void drainLateArrivals() {
+        byte[] frame = stopFrame;
+        Arrival a;
+        while ((a = arrivals.poll()) != null) {
+            writeOnce(a.channel(), frame);
+            closeQuietly(a.channel(), null);
+        }
+    }
+
+    /** One non-blocking write of a small frame; a peer that does not take it all is not waited for. */
+    private static void writeOnce(SocketChannel ch, byte[] frame) {
+        try {
+            ch.configureBlocking(false);
+            ch.write(ByteBuffer.wrap(frame));
+        } catch (IOException e) {
+            // The connection is being dropped anyway; the peer sees it close.
+        }
+    }
+
+    private static boolean isLocal(InetAddress a) {
+        if (a == null || a.isAnyLocalAddress() || a.isLoopbackAddress()) {
+            return true;
+        }
+        try {
+            return NetworkInterface.getByInetAddress(a) != null;
+        } catch (SocketException e) {
+            return true;
+        }
+    }
+
+    private static String remote(SocketChannel ch) {
+        try {
+            return BootstrapWire.hostPort((InetSocketAddress) ch.getRemoteAddress());
+        } catch (IOException | RuntimeException e) {
+            return "?";
+        }
+    }
+
+    private static void closeQuietly(java.nio.channels.Channel ch, Selector selector) {
+        try {
+            if (ch != null) {
+                ch.close();
+            }
+        } catch (IOException e) {
+            // Closing is best effort; the descriptor is released either way.
+        }
+        try {
+            if (selector != null) {
+                selector.close();
+            }
+        } catch (IOException e) {
+            // As above.
+        }
     }
 
     @Override
-    public void close() {
+    public String toString() {
+        return "BootstrapRoot[" + where + (thread.isAlive() ? ", serving" : ", stopped") + "]";
     }
 }

@@ -1,15 +1,244 @@
 package org.jccl.internal.config;
 
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.jccl.Config;
+import org.jccl.ConfigException;
+import org.jccl.JcclId;
 
-/** SKELETON - to be implemented by the bootstrap work package. */
+/**
+ * Reads the job identity (rank, world size, local rank, bootstrap root, secret) from the variables
+ * that launchers already set, so a program started by {@code jccl run}, torchrun, mpirun or srun
+ * needs no jccl-specific arguments. Conventions are tried in this order, and the first whose rank or
+ * size variable is present is used:
+ * <ol>
+ *   <li><b>JCCL</b>: {@code JCCL_COMM_ID} (host:port; {@code NCCL_COMM_ID} is accepted too),
+ *       {@code JCCL_RANK}, {@code JCCL_WORLD_SIZE}, optional {@code JCCL_LOCAL_RANK};</li>
+ *   <li><b>torchrun</b>: {@code RANK}, {@code WORLD_SIZE}, optional {@code LOCAL_RANK}; root
+ *       {@code MASTER_ADDR}:{@code MASTER_PORT} (or {@code JCCL_COMM_ID}, which wins when set, e.g.
+ *       because torchrun's own store already holds {@code MASTER_PORT});</li>
+ *   <li><b>Open MPI</b>: {@code OMPI_COMM_WORLD_RANK}, {@code OMPI_COMM_WORLD_SIZE}, optional
+ *       {@code OMPI_COMM_WORLD_LOCAL_RANK};</li>
+ *   <li><b>Slurm</b>: {@code SLURM_PROCID}, {@code SLURM_NTASKS} (else {@code SLURM_NPROCS}),
+ *       optional {@code SLURM_LOCALID}.</li>
+ * </ol>
+ * Open MPI and Slurm say nothing about a rendezvous address, so the root is {@code JCCL_COMM_ID},
+ * else {@code MASTER_ADDR}:{@code MASTER_PORT} ({@code MASTER_PORT} defaults to {@value #DEFAULT_PORT}).
+ * The secret is always {@code JCCL_AUTH_TOKEN}: a launcher's variables are visible to anyone who
+ * can list processes on the node, and a job must not be joinable by guessing a port.
+ *
+ * <p>The order matters where launchers nest: mpirun inside a Slurm allocation leaves the
+ * allocation's {@code SLURM_*} variables in place, and torchrun under srun sets its own {@code RANK};
+ * the innermost launcher's convention comes first.
+ *
+ * <p>A convention that is present but incomplete or invalid is an error that names every missing or
+ * wrong variable and how to fix it, rather than a silent fallback to the next convention (which
+ * would form a different job than the user asked for). Stateless.
+ */
 public final class LaunchEnvironment {
+
+    /** The root port for Open MPI and Slurm when only {@code MASTER_ADDR} is set (torch.distributed's usual port). */
+    public static final int DEFAULT_PORT = 29500;
+
+    private static final String AUTH_TOKEN = "JCCL_AUTH_TOKEN";
+    private static final String COMM_ID = "JCCL_COMM_ID";
+    private static final String NCCL_COMM_ID = "NCCL_COMM_ID";
+
+    /** How one launcher names rank, size and local rank, and how to pass a variable through it. */
+    private enum Convention {
+        JCCL("JCCL", "JCCL_RANK", "JCCL_WORLD_SIZE", null, "JCCL_LOCAL_RANK",
+                " (`jccl run` sets it by itself; otherwise export the same value to every rank)"),
+        TORCHRUN("torchrun", "RANK", "WORLD_SIZE", null, "LOCAL_RANK",
+                " (export it before starting torchrun, which passes its environment on to every rank)"),
+        OPEN_MPI("Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", null, "OMPI_COMM_WORLD_LOCAL_RANK",
+                " (mpirun -x JCCL_AUTH_TOKEN, srun --export=ALL,JCCL_AUTH_TOKEN=...)"),
+        SLURM("Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID",
+                " (mpirun -x JCCL_AUTH_TOKEN, srun --export=ALL,JCCL_AUTH_TOKEN=...)");
+
+        final String label;
+        final String rankVar;
+        final String sizeVar;
+        final String sizeFallbackVar;
+        final String localVar;
+        final String exportHint;
+
+        Convention(String label, String rankVar, String sizeVar, String sizeFallbackVar, String localVar, String exportHint) {
+            this.label = label;
+            this.rankVar = rankVar;
+            this.sizeVar = sizeVar;
+            this.sizeFallbackVar = sizeFallbackVar;
+            this.localVar = localVar;
+            this.exportHint = exportHint;
+        }
+
+        boolean present(Map<String, String> env) {
+            return env.containsKey(rankVar) || env.containsKey(sizeVar) || (sizeFallbackVar != null && env.containsKey(sizeFallbackVar));
+        }
+
+        String marker(Map<String, String> env) {
+            if (env.containsKey(rankVar)) {
+                return rankVar;
+            }
+            return env.containsKey(sizeVar) ? sizeVar : sizeFallbackVar;
+        }
+    }
+
     private LaunchEnvironment() {
     }
 
+    /**
+     * The job identity of the first launcher convention present in {@code env}, or empty when none is.
+     *
+     * @throws ConfigException when that convention is incomplete or has invalid values; the message
+     *         names every variable involved and the fix
+     */
     public static Optional<Config.Launch> detect(Map<String, String> env) {
+        Convention[] all = Convention.values();
+        for (int i = 0; i < all.length; i++) {
+            if (all[i].present(env)) {
+                return Optional.of(read(all[i], env, later(all, i, env)));
+            }
+        }
         return Optional.empty();
+    }
+
+    /** The first later convention that is also present, for the hint "or unset X to use Y". */
+    private static Convention later(Convention[] all, int i, Map<String, String> env) {
+        for (int j = i + 1; j < all.length; j++) {
+            if (env.containsKey(all[j].rankVar)) {
+                return all[j];
+            }
+        }
+        return null;
+    }
+
+    private static Config.Launch read(Convention c, Map<String, String> env, Convention shadowed) {
+        List<String> problems = new ArrayList<>();
+        Integer size = number(env, c.sizeVar, c.sizeFallbackVar, "the number of ranks in the job", 1, problems);
+        Integer rank = number(env, c.rankVar, null, "this process's rank, an integer from 0 to " + (size != null ? Integer.toString(size - 1) : c.sizeVar + "-1"), 0, problems);
+        Integer local = env.containsKey(c.localVar) ? number(env, c.localVar, null, "this process's rank among the ranks on its host",
+                0, problems) : Integer.valueOf(-1);
+        if (rank != null && size != null && rank >= size) {
+            problems.add(c.rankVar + "=" + rank + " is not below " + sizeName(c, env) + "=" + size + ": ranks run from 0 to " + (size - 1)
+                    + "; check the launcher's rank assignment");
+        }
+        if (local != null && size != null && local >= size) {
+            problems.add(c.localVar + "=" + local + " is not below " + sizeName(c, env) + "=" + size + ": a local rank cannot exceed the"
+                    + " number of ranks");
+        }
+        InetSocketAddress root = root(c, env, problems);
+        byte[] secret = secret(c, env, problems);
+        if (!problems.isEmpty()) {
+            String hint = shadowed == null ? "" : "; if the " + shadowed.label + " variables (" + shadowed.rankVar + " is set) describe"
+                    + " the job you meant, unset " + c.marker(env) + " so they are used";
+            throw new ConfigException(String.join("; ", problems) + " (launcher convention " + c.label + ", detected from "
+                    + c.marker(env) + hint + ")");
+        }
+        return new Config.Launch(c.label, JcclId.of(root, secret), rank, size, local);
+    }
+
+    private static String sizeName(Convention c, Map<String, String> env) {
+        return env.containsKey(c.sizeVar) || c.sizeFallbackVar == null ? c.sizeVar : c.sizeFallbackVar;
+    }
+
+    /** Parses an integer variable (or its fallback name) >= min; records a problem and returns null when missing or invalid. */
+    private static Integer number(Map<String, String> env, String name, String fallback, String meaning, int min, List<String> problems) {
+        String var = name;
+        String v = env.get(name);
+        if (v == null && fallback != null) {
+            var = fallback;
+            v = env.get(fallback);
+        }
+        if (v == null) {
+            problems.add(name + " is not set: it must be " + meaning);
+            return null;
+        }
+        String t = v.trim();
+        if (t.isEmpty()) {
+            problems.add(var + " is set but empty: it must be " + meaning);
+            return null;
+        }
+        int x;
+        try {
+            x = Integer.parseInt(t);
+        } catch (NumberFormatException e) {
+            problems.add(var + "='" + v + "' is not a number: it must be " + meaning);
+            return null;
+        }
+        if (x < min) {
+            problems.add(var + "=" + x + " is not allowed: it must be " + meaning + (min > 0 ? " (at least " + min + ")" : " (not negative)"));
+            return null;
+        }
+        return x;
+    }
+
+    private static InetSocketAddress root(Convention c, Map<String, String> env, List<String> problems) {
+        String commIdVar = env.containsKey(COMM_ID) ? COMM_ID : env.containsKey(NCCL_COMM_ID) ? NCCL_COMM_ID : null;
+        if (commIdVar != null) {
+            return hostPort(env.get(commIdVar), commIdVar, problems);
+        }
+        if (c == Convention.JCCL) {
+            problems.add(COMM_ID + " is not set: it must be host:port of the bootstrap root, which rank 0 starts (e.g. "
+                    + COMM_ID + "=node0:" + DEFAULT_PORT + "), the same on every rank");
+            return null;
+        }
+        String addr = env.get("MASTER_ADDR");
+        String port = env.get("MASTER_PORT");
+        if (addr == null || addr.isBlank()) {
+            if (c == Convention.TORCHRUN) {
+                problems.add("MASTER_ADDR is " + (addr == null ? "not set" : "empty") + ": torchrun sets it to rank 0's host; outside"
+                        + " torchrun set MASTER_ADDR=<rank 0's host> and MASTER_PORT, or " + COMM_ID + "=<rank 0's host>:<port>");
+            } else {
+                problems.add(c.label + " does not say where rank 0 is: set " + COMM_ID + "=<rank 0's host>:<port> or MASTER_ADDR"
+                        + " (with MASTER_PORT, default " + DEFAULT_PORT + ") and export it to every rank"
+                        + (c == Convention.OPEN_MPI ? " (mpirun -x " + COMM_ID + ")" : " (srun --export=ALL," + COMM_ID + "=...)"));
+            }
+            return null;
+        }
+        if (port == null || port.isBlank()) {
+            if (c == Convention.TORCHRUN) {
+                problems.add("MASTER_PORT is " + (port == null ? "not set" : "empty") + ": torchrun sets it; outside torchrun set it to"
+                        + " a free port on rank 0's host (e.g. MASTER_PORT=" + DEFAULT_PORT + ")");
+                return null;
+            }
+            port = Integer.toString(DEFAULT_PORT);
+        }
+        String host = addr.trim();
+        if (host.indexOf(':') >= 0 && !host.startsWith("[")) {
+            host = "[" + host + "]";
+        }
+        return hostPort(host + ":" + port.trim(), "MASTER_ADDR:MASTER_PORT", problems);
+    }
+
+    private static InetSocketAddress hostPort(String text, String var, List<String> problems) {
+        if (text.indexOf('/') >= 0) {
+            // JcclId.encode() output pasted here would carry the secret; never echo it.
+            problems.add(var + " contains a '/': it takes host:port only; put the secret into " + AUTH_TOKEN + " instead");
+            return null;
+        }
+        try {
+            return JcclId.parseHostPort(text, var);
+        } catch (ConfigException e) {
+            problems.add(e.getMessage() + "; it must be host:port of rank 0's host, the same on every rank");
+            return null;
+        }
+    }
+
+    private static byte[] secret(Convention c, Map<String, String> env, List<String> problems) {
+        String token = env.get(AUTH_TOKEN);
+        if (token == null || token.isBlank()) {
+            problems.add(AUTH_TOKEN + " is " + (token == null ? "not set" : "empty") + ": every rank needs the same 32-hex-digit secret;"
+                    + " make one with `openssl rand -hex 16` and export it to all ranks" + c.exportHint);
+            return null;
+        }
+        try {
+            return JcclId.parseSecret(token, AUTH_TOKEN);
+        } catch (ConfigException e) {
+            problems.add(e.getMessage() + " and give every rank the same value");
+            return null;
+        }
     }
 }

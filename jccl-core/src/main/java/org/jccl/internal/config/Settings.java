@@ -45,6 +45,11 @@ public final class Settings {
     // ---- transports and algorithms
     public static final Setting LOCAL_DISABLE = Setting.define("JCCL_LOCAL_DISABLE", null, BOOL, "0", 0, 0,
             "1 disables the in-JVM transport between ranks of one JVM (they then use TCP over loopback)");
+    public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
+            "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
+                    + " names: ring, rd (recursive doubling), tree, pairwise, direct");
+    public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, "64K", 0, 1L << 40,
+            "all-reduce messages up to this size use recursive doubling (latency-bound), larger ones the pipelined ring");
     public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
             "pipelining chunk of ring algorithms, in bytes");
 

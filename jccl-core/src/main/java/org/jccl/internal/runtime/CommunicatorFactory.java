@@ -1,20 +1,261 @@
 package org.jccl.internal.runtime;
 
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.jccl.Buffer;
 import org.jccl.Communicator;
 import org.jccl.Config;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
 import org.jccl.JcclId;
+import org.jccl.internal.bootstrap.Bootstrap;
+import org.jccl.internal.bootstrap.BootstrapRoot;
+import org.jccl.internal.bootstrap.PeerInfoCodec;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.transport.local.LocalTransport;
+import org.jccl.internal.transport.tcp.TcpTransport;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.PeerInfo;
+import org.jccl.spi.Transport;
 
-/** SKELETON - runtime. */
+/**
+ * Creates communicators: from a {@link JcclId} (bootstrap through the root), as threads of one
+ * JVM, and by splitting an existing communicator (bootstrap through the parent's own connections).
+ */
 public final class CommunicatorFactory {
+    /** Identifies this JVM among processes: ranks with equal ids can use the in-JVM transport. */
+    static final String PROCESS_ID = UUID.randomUUID().toString();
+    private static final String HOST_HASH = hostHash();
+
     private CommunicatorFactory() {
     }
 
+    /** Joins a job; rank 0 of an environment-launched job also starts the root ({@code startRoot}). */
     public static Communicator init(JcclId id, int rank, int size, Config config, boolean startRoot) {
-        throw new UnsupportedOperationException("runtime");
+        BootstrapRoot root = null;
+        if (startRoot) {
+            root = BootstrapRoot.start(id.rootAddress(), id.secret(), config);
+        }
+        try {
+            byte[] commId = derive("jccl-world", id.secret(), id.rootHostPort().getBytes(StandardCharsets.UTF_8));
+            return create(commId, id.secret(), rank, size, config, self -> Bootstrap.rendezvous(id, rank, size, self, config));
+        } catch (RuntimeException e) {
+            if (root != null) {
+                root.close();
+            }
+            throw e;
+        }
     }
 
+    /** {@code n} ranks as threads of this JVM, bootstrapped through a root on loopback. */
     public static List<Communicator> initLocal(int n, Config config) {
-        throw new UnsupportedOperationException("runtime");
+        byte[] secret = new byte[JcclId.SECRET_BYTES];
+        new java.security.SecureRandom().nextBytes(secret);
+        BootstrapRoot root = BootstrapRoot.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), secret, config);
+        JcclId id = JcclId.of(root.address(), secret);
+        ExecutorService pool = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().daemon().name("jccl-init-", 0).factory());
+        List<Future<Communicator>> futures = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            int rank = r;
+            futures.add(pool.submit(() -> init(id, rank, n, config, false)));
+        }
+        List<Communicator> comms = new ArrayList<>();
+        RuntimeException failure = null;
+        for (Future<Communicator> f : futures) {
+            try {
+                comms.add(f.get());
+            } catch (ExecutionException e) {
+                if (failure == null) {
+                    failure = e.getCause() instanceof RuntimeException re ? re
+                            : new JcclException(ErrorCode.INTERNAL, "initLocal failed: " + e.getCause(), e.getCause());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                failure = new JcclException(ErrorCode.ABORTED, "interrupted during initLocal", e);
+            }
+        }
+        pool.shutdown();
+        if (failure != null) {
+            comms.forEach(Communicator::abort);
+            root.close();
+            throw failure;
+        }
+        return List.copyOf(comms);
+    }
+
+    /** What the bootstrap step does once this rank's endpoints are open. */
+    @FunctionalInterface
+    private interface Rendezvous {
+        PeerInfo[] exchange(PeerInfo self);
+    }
+
+    private static CommunicatorImpl create(byte[] commId, byte[] secret, int rank, int size, Config config, Rendezvous rendezvous) {
+        List<Transport> transports = transports(config);
+        TransportContextImpl tctx = new TransportContextImpl(commId, rank, size, secret, config);
+        Map<Transport, Endpoint> endpoints = new LinkedHashMap<>();
+        try {
+            Map<String, byte[]> addresses = new LinkedHashMap<>();
+            for (Transport t : transports) {
+                Endpoint e = t.open(tctx);
+                endpoints.put(t, e);
+                addresses.put(t.name(), e.address());
+            }
+            PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), HOST_HASH, PROCESS_ID, addresses);
+            PeerInfo[] peers = rendezvous.exchange(self);
+            tctx.setPeers(peers);
+            return new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx);
+        } catch (IOException e) {
+            closeAll(endpoints);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": cannot open a transport endpoint: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            tctx.stop();
+            closeAll(endpoints);
+            throw e;
+        }
+    }
+
+    private static void closeAll(Map<Transport, Endpoint> endpoints) {
+        for (Endpoint e : endpoints.values()) {
+            try {
+                e.close();
+            } catch (RuntimeException ignored) {
+                // best effort while failing already
+            }
+        }
+    }
+
+    /** Built-in transports plus any found by ServiceLoader, enabled ones only, by priority. */
+    static List<Transport> transports(Config config) {
+        List<Transport> all = new ArrayList<>();
+        all.add(new LocalTransport());
+        all.add(new TcpTransport());
+        for (Transport t : ServiceLoader.load(Transport.class)) {
+            if (all.stream().noneMatch(x -> x.name().equals(t.name()))) {
+                all.add(t);
+            }
+        }
+        all.removeIf(t -> !t.isEnabled(config));
+        all.sort(Comparator.comparingInt(Transport::priority));
+        return List.copyOf(all);
+    }
+
+    /**
+     * Collective over {@code parent}: three all-gathers on the parent's own connections — (color,
+     * key), then the sizes and bytes of every member's peer info with fresh endpoint addresses —
+     * then the child of this rank's color is built without any root. NOCOLOR ranks take part in the
+     * exchanges and get null.
+     */
+    static Communicator split(CommunicatorImpl parent, int splitIndex, int color, int key) {
+        int n = parent.size();
+        int rank = parent.rank();
+        long[] mine = {color, key};
+        long[] all = new long[2 * n];
+        parent.allGather(Buffer.of(mine), Buffer.of(all));
+        List<Integer> members = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            if (color != Communicator.SPLIT_NOCOLOR && all[2 * r] == color) {
+                members.add(r);
+            }
+        }
+        members.sort(Comparator.<Integer>comparingLong(r -> all[2 * r + 1]).thenComparingInt(r -> r));
+        int childRank = members.indexOf(rank);
+        int childSize = members.size();
+        byte[] secret = parent.secret();
+        byte[] childId = derive("jccl-split", parent.commId(), intBytes(splitIndex), intBytes(color));
+        Config config = parent.config();
+        List<Transport> transports = parent.transports();
+        TransportContextImpl tctx = null;
+        Map<Transport, Endpoint> endpoints = new LinkedHashMap<>();
+        byte[] encoded = new byte[0];
+        try {
+            if (childRank >= 0) {
+                tctx = new TransportContextImpl(childId, childRank, childSize, secret, config);
+                Map<String, byte[]> addresses = new LinkedHashMap<>();
+                for (Transport t : transports) {
+                    Endpoint e = t.open(tctx);
+                    endpoints.put(t, e);
+                    addresses.put(t.name(), e.address());
+                }
+                PeerInfo self = parent.peerInfo(rank);
+                encoded = PeerInfoCodec.encode(new PeerInfo(childRank, self.host(), self.pid(), self.hostHash(), self.processId(),
+                        addresses));
+            }
+            int[] lengths = new int[n];
+            parent.allGather(Buffer.of(new int[] {encoded.length}), Buffer.of(lengths));
+            int max = Arrays.stream(lengths).max().orElse(0);
+            byte[] padded = Arrays.copyOf(encoded, max);
+            byte[] gathered = new byte[max * n];
+            parent.allGather(Buffer.of(padded), Buffer.of(gathered));
+            if (childRank < 0) {
+                return null;
+            }
+            PeerInfo[] peers = new PeerInfo[childSize];
+            for (int i = 0; i < childSize; i++) {
+                int r = members.get(i);
+                peers[i] = PeerInfoCodec.decode(Arrays.copyOfRange(gathered, r * max, r * max + lengths[r]));
+            }
+            tctx.setPeers(peers);
+            Log.info(Log.Subsys.INIT, rank, "split: parent rank " + rank + " color " + color + " key " + key + " -> rank " + childRank
+                    + " of " + childSize);
+            return new CommunicatorImpl(childRank, childSize, childId, secret, config, peers, transports, endpoints, tctx);
+        } catch (IOException e) {
+            closeAll(endpoints);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": split cannot open a transport endpoint: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            if (tctx != null) {
+                tctx.stop();
+            }
+            closeAll(endpoints);
+            throw e;
+        }
+    }
+
+    static byte[] intBytes(int v) {
+        return new byte[] {(byte) (v >>> 24), (byte) (v >>> 16), (byte) (v >>> 8), (byte) v};
+    }
+
+    /** SHA-256 of the parts, cut to 16 bytes: communicator ids every member computes alike. */
+    static byte[] derive(String label, byte[]... parts) {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            md.update(label.getBytes(StandardCharsets.US_ASCII));
+            for (byte[] p : parts) {
+                md.update(intBytes(p.length));
+                md.update(p);
+            }
+            return Arrays.copyOf(md.digest(), 16);
+        } catch (NoSuchAlgorithmException e) {
+            throw new JcclException(ErrorCode.INTERNAL, "SHA-256 unavailable", e);
+        }
+    }
+
+    /** Boot id + host name: equal on the same machine (same kernel boot), different elsewhere. */
+    private static String hostHash() {
+        String boot = "";
+        try {
+            boot = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim();
+        } catch (IOException | RuntimeException e) {
+            // not Linux: the host name alone identifies the machine
+        }
+        return HexFormat.of().formatHex(derive("jccl-host", (Log.host() + "/" + boot).getBytes(StandardCharsets.UTF_8)), 0, 8);
     }
 }

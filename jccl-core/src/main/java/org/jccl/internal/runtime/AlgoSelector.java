@@ -1,0 +1,133 @@
+package org.jccl.internal.runtime;
+
+import java.util.EnumMap;
+import java.util.EnumSet;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.jccl.ConfigException;
+
+/**
+ * Which algorithms a collective may use, from {@code JCCL_ALGO} in NCCL's grammar:
+ * {@code ring,rd} (only these), {@code ^rd} (all but these), or per collective
+ * {@code allreduce:ring;broadcast:tree}. An unknown collective or algorithm name is an error, never
+ * a silent fallback. Each collective asks {@link #allowed} for its candidates in its own order of
+ * preference and takes the first allowed one.
+ */
+public final class AlgoSelector {
+
+    /** Algorithms jccl implements. */
+    public enum Algo {
+        RING("ring"), RD("rd"), TREE("tree"), PAIRWISE("pairwise"), DIRECT("direct");
+
+        final String token;
+
+        Algo(String token) {
+            this.token = token;
+        }
+
+        static Algo parse(String t, String spec) {
+            String x = t.trim().toLowerCase(Locale.ROOT);
+            if (x.equals("recursive_doubling") || x.equals("recursivedoubling")) {
+                return RD;
+            }
+            for (Algo a : values()) {
+                if (a.token.equals(x)) {
+                    return a;
+                }
+            }
+            throw new ConfigException("JCCL_ALGO='" + spec + "' names algorithm '" + t.trim()
+                    + "', which jccl does not have; use ring, rd, tree, pairwise or direct");
+        }
+    }
+
+    /** Collectives as JCCL_ALGO names them. */
+    public enum Coll {
+        ALLREDUCE, BROADCAST, REDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER, BARRIER;
+
+        static Coll parse(String t, String spec) {
+            String x = t.trim().toLowerCase(Locale.ROOT).replace("_", "");
+            for (Coll c : values()) {
+                if (c.name().toLowerCase(Locale.ROOT).equals(x)) {
+                    return c;
+                }
+            }
+            throw new ConfigException("JCCL_ALGO='" + spec + "' names collective '" + t.trim()
+                    + "'; use allreduce, broadcast, reduce, allgather, reducescatter, alltoall, gather, scatter or barrier");
+        }
+    }
+
+    private final Map<Coll, Set<Algo>> allowed = new EnumMap<>(Coll.class);
+
+    private AlgoSelector() {
+        for (Coll c : Coll.values()) {
+            allowed.put(c, EnumSet.allOf(Algo.class));
+        }
+    }
+
+    /** Parses a JCCL_ALGO value; null or blank allows everything. */
+    public static AlgoSelector parse(String spec) {
+        AlgoSelector sel = new AlgoSelector();
+        if (spec == null || spec.isBlank()) {
+            return sel;
+        }
+        for (String part : spec.split(";")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            int colon = part.indexOf(':');
+            if (colon >= 0) {
+                Coll c = Coll.parse(part.substring(0, colon), spec);
+                sel.allowed.put(c, parseList(part.substring(colon + 1), spec));
+            } else {
+                Set<Algo> set = parseList(part, spec);
+                for (Coll c : Coll.values()) {
+                    sel.allowed.put(c, EnumSet.copyOf(set));
+                }
+            }
+        }
+        return sel;
+    }
+
+    private static Set<Algo> parseList(String list, String spec) {
+        String t = list.trim();
+        boolean exclude = t.startsWith("^");
+        if (exclude) {
+            t = t.substring(1);
+        }
+        EnumSet<Algo> set = EnumSet.noneOf(Algo.class);
+        for (String a : t.split(",")) {
+            if (!a.isBlank()) {
+                set.add(Algo.parse(a, spec));
+            }
+        }
+        if (set.isEmpty()) {
+            throw new ConfigException("JCCL_ALGO='" + spec + "' has an empty algorithm list");
+        }
+        return exclude ? EnumSet.complementOf(set) : set;
+    }
+
+    /** Whether {@code algo} may be used for {@code coll}. */
+    public boolean allowed(Coll coll, Algo algo) {
+        return allowed.get(coll).contains(algo);
+    }
+
+    /**
+     * The first of {@code preference} that is allowed for {@code coll}.
+     *
+     * @throws ConfigException when JCCL_ALGO excludes every algorithm this collective has
+     */
+    public Algo choose(Coll coll, Algo... preference) {
+        for (Algo a : preference) {
+            if (allowed(coll, a)) {
+                return a;
+            }
+        }
+        StringBuilder names = new StringBuilder();
+        for (Algo a : preference) {
+            names.append(names.isEmpty() ? "" : ", ").append(a.token);
+        }
+        throw new ConfigException("JCCL_ALGO excludes every algorithm " + coll.name().toLowerCase(Locale.ROOT)
+                + " has (" + names + ")");
+    }
+}

@@ -1,0 +1,915 @@
+package org.jccl.internal.runtime;
+
+import java.lang.foreign.MemorySegment;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import org.jccl.Buffer;
+import org.jccl.Communicator;
+import org.jccl.Config;
+import org.jccl.DataType;
+import org.jccl.ErrorCode;
+import org.jccl.Group;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.JcclTimeoutException;
+import org.jccl.PeerFailedException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+import org.jccl.internal.algo.Collectives;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
+import org.jccl.spi.Connection;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.PeerInfo;
+import org.jccl.spi.Transport;
+
+/**
+ * The communicator: validates calls on the caller's thread, stages heap memory, and queues
+ * operations for its single operation thread, which runs them one after another (so operations
+ * complete in issue order) and is also the progress engine of every connection.
+ *
+ * <p>Threading: public methods may be called from any thread; they are serialised by the queue
+ * in the order they reach it. Operations run one at a time under {@code execLock}: normally on the
+ * operation thread, but a <em>blocking</em> call made while nothing is pending runs on the caller's
+ * own thread (no hand-off to another thread and back, which costs more than a small collective).
+ * Everything reached from {@link OpContext} runs under that lock.
+ */
+public final class CommunicatorImpl implements Communicator {
+
+    private final int rank;
+    private final int size;
+    private final byte[] commId;
+    private final byte[] secret;
+    private final Config config;
+    private final PeerInfo[] peers;
+    private final List<Transport> transports;
+    private final Map<Transport, Endpoint> endpoints;
+    private final Transport[] transportOf;
+    private final TransportContextImpl transportContext;
+    private final long chunkBytes;
+    private final long rdThreshold;
+    private final AlgoSelector algorithms;
+
+    private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
+    private final Object submitLock = new Object();
+    private final ReentrantLock execLock = new ReentrantLock();
+    /** Operations issued and not yet finished (guarded by submitLock). */
+    private int pending;
+    /** Set while a blocking public method is submitting: lets it run inline. */
+    private final ThreadLocal<Boolean> blockingCall = new ThreadLocal<>();
+    private long nextSeq;
+    private final Thread opThread;
+    private final OpContext ctx;
+    private final ThreadLocal<GroupImpl> openGroup = new ThreadLocal<>();
+    private final AtomicInteger splitCount = new AtomicInteger();
+
+    private volatile JcclException abortCause;
+    private volatile boolean closing;
+    private volatile boolean resourcesReleased;
+
+    private static final Op POISON = new LambdaOp("close", 0, null, null, -1, false, c -> { });
+
+    CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, PeerInfo[] peers,
+                     List<Transport> transports, Map<Transport, Endpoint> endpoints, TransportContextImpl transportContext) {
+        this.rank = rank;
+        this.size = size;
+        this.commId = commId.clone();
+        this.secret = secret.clone();
+        this.config = config;
+        this.peers = peers.clone();
+        this.transports = transports;
+        this.endpoints = endpoints;
+        this.transportContext = transportContext;
+        this.chunkBytes = Settings.CHUNK_SIZE.getLong(config);
+        this.rdThreshold = Settings.SMALL_MSG_BYTES.getLong(config);
+        this.algorithms = AlgoSelector.parse(Settings.ALGO.getString(config));
+        this.transportOf = new Transport[size];
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            for (Transport t : transports) {
+                if (endpoints.containsKey(t) && t.canConnect(peers[rank], peers[p])) {
+                    transportOf[p] = t;
+                    break;
+                }
+            }
+            if (transportOf[p] == null) {
+                throw new JcclException(ErrorCode.CONFIG, "rank " + rank + ": no transport can reach " + peers[p].describe()
+                        + " (enabled here: " + endpoints.keySet().stream().map(Transport::name).toList() + ", the peer offers "
+                        + peers[p].addresses().keySet() + ")");
+            }
+            if (Log.enabled(Log.Level.INFO, Log.Subsys.INIT)) {
+                Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " -> rank " + p + " via " + transportOf[p].name());
+            }
+        }
+        this.ctx = new OpContext(this);
+        transportContext.setWaker(ctx::wake);
+        this.opThread = new Thread(this::opLoop, "jccl-op-" + idShort() + "-r" + rank);
+        this.opThread.setDaemon(true);
+        this.opThread.start();
+        Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " of " + size + " ready on " + peers[rank].host()
+                + " pid " + peers[rank].pid());
+    }
+
+    // ------------------------------------------------------------------------------------------ identity
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    String idShort() {
+        return HexFormat.of().formatHex(commId, 0, 4);
+    }
+
+    PeerInfo peerInfo(int r) {
+        return peers[r];
+    }
+
+    PeerInfo[] peerInfos() {
+        return peers.clone();
+    }
+
+    long chunkBytes() {
+        return chunkBytes;
+    }
+
+    long rdThreshold() {
+        return rdThreshold;
+    }
+
+    AlgoSelector algorithms() {
+        return algorithms;
+    }
+
+    Config config() {
+        return config;
+    }
+
+    byte[] commId() {
+        return commId.clone();
+    }
+
+    byte[] secret() {
+        return secret.clone();
+    }
+
+    List<Transport> transports() {
+        return transports;
+    }
+
+    @Override
+    public String toString() {
+        return "Communicator[" + idShort() + " rank " + rank + "/" + size + "]";
+    }
+
+    // ------------------------------------------------------------------------------------------ collectives
+
+    @Override
+    public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+        final String c = "allReduce";
+        nonNull(c, send, recv, op);
+        sameType(c, send, recv);
+        long count = send.count();
+        DataType t = send.type();
+        long bytes = t.bytes(count);
+        atLeast(c, "recv", recv, count);
+        Staging st = staging();
+        boolean inPlace = Staging.inPlace(c, send, recv, bytes, 0);
+        MemorySegment r = st.output(c, "recv", recv, bytes, inPlace);
+        MemorySegment s = inPlace ? r : st.input(c, "send", send, bytes);
+        return submit(new LambdaOp(c, bytes, t, op, -1, false, x -> Collectives.allReduce(x, s, r, count, t, op)), st);
+    }
+
+    @Override
+    public Work broadcastAsync(Buffer send, Buffer recv, int root) {
+        final String c = "broadcast";
+        Objects.requireNonNull(recv, "recv");
+        checkRoot(c, root);
+        long count = recv.count();
+        DataType t = recv.type();
+        long bytes = t.bytes(count);
+        Staging st = staging();
+        MemorySegment s = null;
+        boolean inPlace = false;
+        if (rank == root) {
+            Objects.requireNonNull(send, "send (required on the root)");
+            sameType(c, send, recv);
+            atLeast(c, "send", send, count);
+            inPlace = Staging.inPlace(c, send, recv, bytes, 0);
+        }
+        MemorySegment r = st.output(c, "recv", recv, bytes, inPlace);
+        if (rank == root) {
+            s = inPlace ? r : st.input(c, "send", send, bytes);
+        }
+        MemorySegment ss = s;
+        return submit(new LambdaOp(c, bytes, t, null, root, false, x -> Collectives.broadcast(x, ss, r, bytes, root)), st);
+    }
+
+    @Override
+    public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
+        final String c = "reduce";
+        Objects.requireNonNull(send, "send");
+        Objects.requireNonNull(op, "op");
+        checkRoot(c, root);
+        long count = send.count();
+        DataType t = send.type();
+        long bytes = t.bytes(count);
+        Staging st = staging();
+        MemorySegment r = null;
+        boolean inPlace = false;
+        if (rank == root) {
+            Objects.requireNonNull(recv, "recv (required on the root)");
+            sameType(c, send, recv);
+            atLeast(c, "recv", recv, count);
+            inPlace = Staging.inPlace(c, send, recv, bytes, 0);
+            r = st.output(c, "recv", recv, bytes, inPlace);
+        }
+        MemorySegment s = inPlace ? r : st.input(c, "send", send, bytes);
+        MemorySegment rr = r;
+        return submit(new LambdaOp(c, bytes, t, op, root, false, x -> Collectives.reduce(x, s, rr, count, t, op, root)), st);
+    }
+
+    @Override
+    public Work allGatherAsync(Buffer send, Buffer recv) {
+        final String c = "allGather";
+        nonNull(c, send, recv, ReduceOp.SUM);
+        sameType(c, send, recv);
+        long count = send.count();
+        DataType t = send.type();
+        long bytes = t.bytes(count);
+        atLeast(c, "recv", recv, Math.multiplyExact(count, (long) size));
+        Staging st = staging();
+        boolean inPlace = Staging.inPlace(c, send, recv, bytes, bytes * rank);
+        MemorySegment r = st.output(c, "recv", recv, bytes * size, inPlace);
+        MemorySegment s = inPlace ? r.asSlice(bytes * rank, bytes) : st.input(c, "send", send, bytes);
+        return submit(new LambdaOp(c, bytes * size, t, null, -1, false, x -> Collectives.allGather(x, s, r, bytes)), st);
+    }
+
+    @Override
+    public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
+        final String c = "reduceScatter";
+        nonNull(c, send, recv, op);
+        sameType(c, send, recv);
+        long count = recv.count();
+        DataType t = recv.type();
+        long bytes = t.bytes(count);
+        atLeast(c, "send", send, Math.multiplyExact(count, (long) size));
+        Staging st = staging();
+        // In place: recv is this rank's slot of send (NCCL: recvbuff == sendbuff + rank * recvcount).
+        boolean inPlace = Staging.inPlace(c, recv, send, bytes, bytes * rank);
+        MemorySegment s;
+        MemorySegment r;
+        if (inPlace) {
+            s = st.output(c, "send", send, bytes * size, true);
+            r = s.asSlice(bytes * rank, bytes);
+        } else {
+            s = st.input(c, "send", send, bytes * size);
+            r = st.output(c, "recv", recv, bytes, false);
+        }
+        return submit(new LambdaOp(c, bytes * size, t, op, -1, false, x -> Collectives.reduceScatter(x, s, r, count, t, op)), st);
+    }
+
+    @Override
+    public Work allToAllAsync(Buffer send, Buffer recv) {
+        final String c = "allToAll";
+        nonNull(c, send, recv, ReduceOp.SUM);
+        sameType(c, send, recv);
+        if (send.count() % size != 0) {
+            throw new IllegalArgumentException(c + ": send holds " + send.count() + " elements, not a multiple of the " + size
+                    + " ranks (each rank gets send.count()/size elements)");
+        }
+        long total = send.count();
+        DataType t = send.type();
+        long block = t.bytes(total / size);
+        atLeast(c, "recv", recv, total);
+        Staging st = staging();
+        boolean inPlace = Staging.inPlace(c, send, recv, block * size, 0);
+        MemorySegment r = st.output(c, "recv", recv, block * size, inPlace);
+        MemorySegment s = inPlace ? r : st.input(c, "send", send, block * size);
+        return submit(new LambdaOp(c, block * size, t, null, -1, false, x -> Collectives.allToAll(x, s, r, block)), st);
+    }
+
+    @Override
+    public Work allToAllvAsync(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts, long[] recvDispls) {
+        final String c = "allToAllv";
+        nonNull(c, send, recv, ReduceOp.SUM);
+        sameType(c, send, recv);
+        checkVector(c, "send", send, sendCounts, sendDispls);
+        checkVector(c, "recv", recv, recvCounts, recvDispls);
+        if (recvCounts[rank] != sendCounts[rank]) {
+            throw new IllegalArgumentException(c + ": this rank sends itself " + sendCounts[rank] + " elements but receives "
+                    + recvCounts[rank] + " from itself");
+        }
+        DataType t = send.type();
+        long sendExtent = extent(sendCounts, sendDispls);
+        long recvExtent = extent(recvCounts, recvDispls);
+        if (send.segment().asOverlappingSlice(recv.segment()).isPresent() && sendExtent > 0 && recvExtent > 0) {
+            throw new IllegalArgumentException(c + ": send and recv overlap; allToAllv is not in place, use separate buffers");
+        }
+        Staging st = staging();
+        MemorySegment s = st.input(c, "send", send, t.bytes(sendExtent));
+        MemorySegment r = st.output(c, "recv", recv, t.bytes(recvExtent), false);
+        long[] sc = sendCounts.clone();
+        long[] sd = sendDispls.clone();
+        long[] rc = recvCounts.clone();
+        long[] rd = recvDispls.clone();
+        long total = 0;
+        for (long x : sc) {
+            total += x;
+        }
+        return submit(new LambdaOp(c, t.bytes(total), t, null, -1, false,
+                x -> Collectives.allToAllv(x, s, sc, sd, r, rc, rd, t.size())), st);
+    }
+
+    @Override
+    public Work gatherAsync(Buffer send, Buffer recv, int root) {
+        final String c = "gather";
+        Objects.requireNonNull(send, "send");
+        checkRoot(c, root);
+        long count = send.count();
+        DataType t = send.type();
+        long bytes = t.bytes(count);
+        Staging st = staging();
+        MemorySegment r = null;
+        MemorySegment s;
+        if (rank == root) {
+            Objects.requireNonNull(recv, "recv (required on the root)");
+            sameType(c, send, recv);
+            atLeast(c, "recv", recv, Math.multiplyExact(count, (long) size));
+            boolean inPlace = Staging.inPlace(c, send, recv, bytes, bytes * rank);
+            r = st.output(c, "recv", recv, bytes * size, inPlace);
+            s = inPlace ? r.asSlice(bytes * rank, bytes) : st.input(c, "send", send, bytes);
+        } else {
+            s = st.input(c, "send", send, bytes);
+        }
+        MemorySegment rr = r;
+        return submit(new LambdaOp(c, bytes * size, t, null, root, false, x -> Collectives.gather(x, s, rr, bytes, root)), st);
+    }
+
+    @Override
+    public Work scatterAsync(Buffer send, Buffer recv, int root) {
+        final String c = "scatter";
+        Objects.requireNonNull(recv, "recv");
+        checkRoot(c, root);
+        long count = recv.count();
+        DataType t = recv.type();
+        long bytes = t.bytes(count);
+        Staging st = staging();
+        MemorySegment s = null;
+        MemorySegment r;
+        if (rank == root) {
+            Objects.requireNonNull(send, "send (required on the root)");
+            sameType(c, send, recv);
+            atLeast(c, "send", send, Math.multiplyExact(count, (long) size));
+            boolean inPlace = Staging.inPlace(c, recv, send, bytes, bytes * rank);
+            if (inPlace) {
+                s = st.output(c, "send", send, bytes * size, true);
+                r = s.asSlice(bytes * rank, bytes);
+            } else {
+                s = st.input(c, "send", send, bytes * size);
+                r = st.output(c, "recv", recv, bytes, false);
+            }
+        } else {
+            r = st.output(c, "recv", recv, bytes, false);
+        }
+        MemorySegment ss = s;
+        return submit(new LambdaOp(c, bytes * size, t, null, root, false, x -> Collectives.scatter(x, ss, r, bytes, root)), st);
+    }
+
+    @Override
+    public Work barrierAsync() {
+        return submit(new LambdaOp("barrier", 0, null, null, -1, false, Collectives::barrier), null);
+    }
+
+    @Override
+    public Work sendAsync(Buffer buf, int peer) {
+        return p2p(true, buf, peer);
+    }
+
+    @Override
+    public Work recvAsync(Buffer buf, int peer) {
+        return p2p(false, buf, peer);
+    }
+
+    private Work p2p(boolean isSend, Buffer buf, int peer) {
+        String c = isSend ? "send" : "recv";
+        Objects.requireNonNull(buf, "buf");
+        if (peer < 0 || peer >= size) {
+            throw new IllegalArgumentException(c + ": peer " + peer + " is outside [0, " + size + ")");
+        }
+        if (peer == rank && openGroup.get() == null) {
+            throw new IllegalArgumentException(c + ": peer is this rank (" + rank + "); a " + c
+                    + " to itself needs its matching " + (isSend ? "recv" : "send") + " in the same group (comm.group())");
+        }
+        long bytes = buf.byteSize();
+        Staging st = staging();
+        MemorySegment seg = isSend ? st.input(c, "buf", buf, bytes) : st.output(c, "buf", buf, bytes, false);
+        return submit(new P2pOp(isSend, peer, seg, buf.type()), st);
+    }
+
+    // ------------------------------------------------------------------------------------------ groups
+
+    @Override
+    public Group group() {
+        ensureUsable();
+        GroupImpl g = openGroup.get();
+        if (g != null) {
+            g.depth++;
+            return g;
+        }
+        g = new GroupImpl(this);
+        openGroup.set(g);
+        return g;
+    }
+
+    void endGroup(GroupImpl g) {
+        openGroup.remove();
+        if (g.ops.isEmpty()) {
+            return;
+        }
+        FusedOp fused = new FusedOp(List.copyOf(g.ops));
+        List<Runnable> finishers = new ArrayList<>();
+        for (Op o : g.ops) {
+            if (o.finisher != null) {
+                finishers.add(o.finisher);
+            }
+        }
+        if (!finishers.isEmpty()) {
+            fused.finisher = () -> finishers.forEach(Runnable::run);
+        }
+        enqueue(fused, true);
+        fused.work.join();
+    }
+
+    // ------------------------------------------------------------------------------------------ split / dup
+
+    @Override
+    public Communicator split(int color, int key) {
+        if (color < 0 && color != SPLIT_NOCOLOR) {
+            throw new IllegalArgumentException("split: color must be >= 0 or SPLIT_NOCOLOR (-1), got " + color);
+        }
+        if (openGroup.get() != null) {
+            throw new InvalidUsageException("split cannot be called inside a group");
+        }
+        ensureUsable();
+        return CommunicatorFactory.split(this, splitCount.getAndIncrement(), color, key);
+    }
+
+    @Override
+    public Communicator dup() {
+        return split(0, rank);
+    }
+
+    // ------------------------------------------------------------------------------------------ lifecycle
+
+    @Override
+    public void abort() {
+        abort(new JcclException(ErrorCode.ABORTED, "rank " + rank + ": communicator " + idShort() + " was aborted by abort()"));
+    }
+
+    /** Aborts with {@code cause}: fails pending and later operations and releases resources. Any thread. */
+    void abort(JcclException cause) {
+        synchronized (submitLock) {
+            if (abortCause == null) {
+                abortCause = cause;
+            }
+        }
+        transportContext.stop();
+        ctx.wake();
+        releaseEndpoints();
+        failQueued();
+        if (Thread.currentThread() != opThread) {
+            queue.offer(POISON);
+            opThread.interrupt();
+            try {
+                opThread.join(TimeUnit.SECONDS.toMillis(1));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            failQueued();
+        }
+    }
+
+    @Override
+    public void close() {
+        synchronized (submitLock) {
+            if (closing) {
+                return;
+            }
+            closing = true;
+        }
+        if (Thread.currentThread() == opThread) {
+            throw new InvalidUsageException("close() called from jccl's own operation thread");
+        }
+        queue.offer(POISON);
+        boolean interrupted = false;
+        while (opThread.isAlive()) {
+            try {
+                opThread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+                abort();
+            }
+        }
+        transportContext.stop();
+        releaseEndpoints();
+        failQueued();
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " closed");
+    }
+
+    private void releaseEndpoints() {
+        synchronized (this) {
+            if (resourcesReleased) {
+                return;
+            }
+            resourcesReleased = true;
+        }
+        for (Endpoint e : endpoints.values()) {
+            try {
+                e.close();
+            } catch (RuntimeException ex) {
+                Log.warn(Log.Subsys.NET, rank, "closing an endpoint failed: " + ex);
+            }
+        }
+    }
+
+    private void failQueued() {
+        Op op;
+        while ((op = queue.poll()) != null) {
+            if (op != POISON) {
+                op.work.fail(aborted(op));
+            }
+        }
+    }
+
+    private JcclException aborted(Op op) {
+        JcclException cause = abortCause;
+        String why = cause != null ? cause.getMessage() : "the communicator was closed";
+        return new JcclException(ErrorCode.ABORTED, "rank " + rank + ": " + (op != null ? op.describe() : "operation")
+                + " on communicator " + idShort() + " did not run: " + why, cause);
+    }
+
+    /** Called while waiting: throws when the communicator was aborted from another thread. */
+    void checkNotAborted(Op op) {
+        if (abortCause != null) {
+            throw aborted(op);
+        }
+    }
+
+    private void opLoop() {
+        try {
+            while (true) {
+                Op op;
+                try {
+                    op = queue.take();
+                } catch (InterruptedException e) {
+                    if (abortCause != null) {
+                        break;
+                    }
+                    continue;
+                }
+                if (op == POISON) {
+                    break;
+                }
+                execLock.lock();
+                try {
+                    if (abortCause != null) {
+                        op.work.fail(aborted(op));
+                    } else {
+                        runOne(op);
+                    }
+                } finally {
+                    execLock.unlock();
+                    finished();
+                }
+            }
+        } finally {
+            execLock.lock();
+            try {
+                ctx.closeAll();
+            } finally {
+                execLock.unlock();
+            }
+        }
+    }
+
+    private void finished() {
+        synchronized (submitLock) {
+            pending--;
+        }
+    }
+
+    private void runOne(Op op) {
+        ctx.begin(op);
+        try {
+            op.run(ctx);
+            if (op.finisher != null) {
+                op.finisher.run();
+            }
+            completeAll(op);
+        } catch (Throwable t) {
+            JcclException e = asJccl(op, t);
+            failAll(op, e);
+            if (!(t instanceof InvalidUsageException) || abortCause != null) {
+                // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.
+                Log.warn(Log.Subsys.COLL, rank, e.getMessage());
+                abort(e);
+            }
+        } finally {
+            ctx.begin(null);
+            Thread.interrupted();
+        }
+    }
+
+    private static void completeAll(Op op) {
+        if (op instanceof FusedOp f) {
+            for (Op o : f.ops()) {
+                o.work.complete();
+            }
+        }
+        op.work.complete();
+    }
+
+    private static void failAll(Op op, JcclException e) {
+        if (op instanceof FusedOp f) {
+            for (Op o : f.ops()) {
+                o.work.fail(e);
+            }
+        }
+        op.work.fail(e);
+    }
+
+    private JcclException asJccl(Op op, Throwable t) {
+        JcclException cause = abortCause;
+        boolean abortedByUser = cause != null && cause.code() == ErrorCode.ABORTED;
+        if (t instanceof JcclException je) {
+            // Connections closed under us by abort() surface as I/O failures: report the abort instead.
+            return abortedByUser && je.code() != ErrorCode.ABORTED ? aborted(op) : je;
+        }
+        if (abortedByUser) {
+            return aborted(op);
+        }
+        return new JcclException(ErrorCode.INTERNAL, "rank " + rank + ": " + op.describe() + " on communicator " + idShort()
+                + " failed unexpectedly: " + t, t);
+    }
+
+    // ------------------------------------------------------------------------------------------ submission
+
+    private Staging staging() {
+        ensureUsable();
+        return new Staging(opThread);
+    }
+
+    private Work submit(Op op, Staging st) {
+        if (st != null) {
+            op.finisher = st.finisher();
+        }
+        GroupImpl g = openGroup.get();
+        if (g != null) {
+            g.ops.add(op);
+            return op.work;
+        }
+        return enqueue(op, blockingCall.get() == Boolean.TRUE);
+    }
+
+    /**
+     * Queues {@code op}, or runs it at once on this thread when {@code mayRunInline} and nothing else
+     * is pending (then no other operation can start before it finishes: pending stays above zero).
+     */
+    private Work enqueue(Op op, boolean mayRunInline) {
+        boolean inline;
+        synchronized (submitLock) {
+            ensureUsable();
+            op.seq = nextSeq++;
+            if (op instanceof FusedOp f) {
+                for (Op o : f.ops()) {
+                    o.seq = op.seq;
+                }
+            }
+            pending++;
+            inline = mayRunInline && pending == 1 && Thread.currentThread() != opThread;
+            if (!inline) {
+                queue.add(op);
+            }
+        }
+        if (inline) {
+            execLock.lock();
+            try {
+                if (abortCause != null) {
+                    op.work.fail(aborted(op));
+                } else {
+                    runOne(op);
+                }
+            } finally {
+                execLock.unlock();
+                finished();
+            }
+        }
+        return op.work;
+    }
+
+    /** Runs a blocking public method: its submission may run inline; then waits for it. */
+    private void blocking(Supplier<Work> call) {
+        Work w;
+        blockingCall.set(Boolean.TRUE);
+        try {
+            w = call.get();
+        } finally {
+            blockingCall.remove();
+        }
+        w.join();
+    }
+
+    // ------------------------------------------------------------------------------------------ blocking forms
+
+    @Override
+    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
+        blocking(() -> allReduceAsync(send, recv, op));
+    }
+
+    @Override
+    public void allReduce(Buffer inOut, ReduceOp op) {
+        blocking(() -> allReduceAsync(inOut, inOut, op));
+    }
+
+    @Override
+    public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        blocking(() -> allReduceAsync(send, recv, count, type, op));
+    }
+
+    @Override
+    public void broadcast(Buffer send, Buffer recv, int root) {
+        blocking(() -> broadcastAsync(send, recv, root));
+    }
+
+    @Override
+    public void broadcast(Buffer inOut, int root) {
+        blocking(() -> broadcastAsync(inOut, inOut, root));
+    }
+
+    @Override
+    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
+        blocking(() -> reduceAsync(send, recv, op, root));
+    }
+
+    @Override
+    public void allGather(Buffer send, Buffer recv) {
+        blocking(() -> allGatherAsync(send, recv));
+    }
+
+    @Override
+    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
+        blocking(() -> reduceScatterAsync(send, recv, op));
+    }
+
+    @Override
+    public void allToAll(Buffer send, Buffer recv) {
+        blocking(() -> allToAllAsync(send, recv));
+    }
+
+    @Override
+    public void allToAllv(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts, long[] recvDispls) {
+        blocking(() -> allToAllvAsync(send, sendCounts, sendDispls, recv, recvCounts, recvDispls));
+    }
+
+    @Override
+    public void gather(Buffer send, Buffer recv, int root) {
+        blocking(() -> gatherAsync(send, recv, root));
+    }
+
+    @Override
+    public void scatter(Buffer send, Buffer recv, int root) {
+        blocking(() -> scatterAsync(send, recv, root));
+    }
+
+    @Override
+    public void barrier() {
+        blocking(this::barrierAsync);
+    }
+
+    @Override
+    public void send(Buffer buf, int peer) {
+        blocking(() -> sendAsync(buf, peer));
+    }
+
+    @Override
+    public void recv(Buffer buf, int peer) {
+        blocking(() -> recvAsync(buf, peer));
+    }
+
+    private void ensureUsable() {
+        JcclException cause = abortCause;
+        if (cause != null) {
+            throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": communicator " + idShort()
+                    + " cannot be used: it was aborted: " + cause.getMessage(), cause);
+        }
+        if (closing) {
+            throw new InvalidUsageException("rank " + rank + ": communicator " + idShort() + " is closed");
+        }
+    }
+
+    /** Opens the connection to {@code peer} (operation thread, first use). */
+    Connection connect(int peer, Op op) {
+        Transport t = transportOf[peer];
+        if (t == null) {
+            throw new IllegalStateException("no transport for peer " + peer);
+        }
+        try {
+            Connection c = endpoints.get(t).connect(peer);
+            Log.trace(Log.Subsys.NET, rank, "comm " + idShort() + " connected to rank " + peer + ": " + c.describe());
+            return c;
+        } catch (IOException e) {
+            checkNotAborted(op);
+            String what = "rank " + rank + ": " + (op != null ? op.describe() : "connect") + " on communicator " + idShort()
+                    + " could not connect to " + peers[peer].describe() + " via " + t.name() + ": " + e.getMessage();
+            if (e instanceof java.net.SocketTimeoutException) {
+                throw new JcclTimeoutException(what, e);
+            }
+            throw new PeerFailedException(peer, what, e);
+        } catch (JcclException e) {
+            checkNotAborted(op);
+            throw e;
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ validation
+
+    private static void nonNull(String coll, Buffer send, Buffer recv, ReduceOp op) {
+        Objects.requireNonNull(send, coll + ": send");
+        Objects.requireNonNull(recv, coll + ": recv");
+        Objects.requireNonNull(op, coll + ": op");
+    }
+
+    private static void sameType(String coll, Buffer a, Buffer b) {
+        if (a.type() != b.type()) {
+            throw new IllegalArgumentException(coll + ": send holds " + a.type() + " but recv holds " + b.type()
+                    + "; both buffers must have the same data type");
+        }
+    }
+
+    private static void atLeast(String coll, String name, Buffer b, long needed) {
+        if (b.count() < needed) {
+            throw new IllegalArgumentException(coll + ": " + name + " holds " + b.count() + " elements but " + needed
+                    + " are needed");
+        }
+    }
+
+    private void checkRoot(String coll, int root) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException(coll + ": root " + root + " is outside [0, " + size + ")");
+        }
+    }
+
+    private void checkVector(String coll, String name, Buffer b, long[] counts, long[] displs) {
+        Objects.requireNonNull(counts, coll + ": " + name + "Counts");
+        Objects.requireNonNull(displs, coll + ": " + name + "Displs");
+        if (counts.length != size || displs.length != size) {
+            throw new IllegalArgumentException(coll + ": " + name + "Counts and " + name + "Displs must have " + size
+                    + " entries (one per rank), got " + counts.length + " and " + displs.length);
+        }
+        for (int i = 0; i < size; i++) {
+            if (counts[i] < 0 || displs[i] < 0) {
+                throw new IllegalArgumentException(coll + ": " + name + "Counts[" + i + "]=" + counts[i] + " and " + name + "Displs["
+                        + i + "]=" + displs[i] + " must be >= 0");
+            }
+            if (displs[i] + counts[i] > b.count()) {
+                throw new IllegalArgumentException(coll + ": " + name + " block " + i + " [" + displs[i] + ", " + (displs[i] + counts[i])
+                        + ") is outside " + name + " (" + b.count() + " elements)");
+            }
+        }
+    }
+
+    private static long extent(long[] counts, long[] displs) {
+        long e = 0;
+        for (int i = 0; i < counts.length; i++) {
+            if (counts[i] > 0) {
+                e = Math.max(e, displs[i] + counts[i]);
+            }
+        }
+        return e;
+    }
+
+    /** The thread that runs this communicator's operations (tests use it to check thread hygiene). */
+    Thread opThread() {
+        return opThread;
+    }
+}

@@ -1,0 +1,33 @@
+package org.jccl.internal.runtime;
+
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+
+/** An {@link Op} whose body is a lambda over already staged segments. */
+final class LambdaOp extends Op {
+
+    /** The body of an operation. */
+    @FunctionalInterface
+    interface Body {
+        void run(OpContext ctx) throws Exception;
+    }
+
+    private final Body body;
+    private final boolean p2p;
+
+    LambdaOp(String name, long bytes, DataType type, ReduceOp reduceOp, int rootOrPeer, boolean p2p, Body body) {
+        super(name, bytes, type, reduceOp, rootOrPeer);
+        this.body = body;
+        this.p2p = p2p;
+    }
+
+    @Override
+    void run(OpContext ctx) throws Exception {
+        body.run(ctx);
+    }
+
+    @Override
+    boolean isP2p() {
+        return p2p;
+    }
+}

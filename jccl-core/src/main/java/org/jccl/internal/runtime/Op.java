@@ -1,0 +1,53 @@
+package org.jccl.internal.runtime;
+
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+
+/**
+ * One queued operation: what it is (for messages and the flight recorder) and how to run it on
+ * the operation thread. Arguments were validated and heap memory staged before it was queued.
+ */
+abstract class Op {
+    final String name;
+    final long bytes;
+    final DataType type;
+    final ReduceOp reduceOp;
+    /** Root or peer rank, -1 when the collective has none. */
+    final int rootOrPeer;
+    final WorkImpl work = new WorkImpl();
+    /** Sequence number on its communicator, assigned when queued. */
+    long seq;
+    /** Copies staged results back to heap memory; run on the operation thread before completion. */
+    Runnable finisher;
+
+    Op(String name, long bytes, DataType type, ReduceOp reduceOp, int rootOrPeer) {
+        this.name = name;
+        this.bytes = bytes;
+        this.type = type;
+        this.reduceOp = reduceOp;
+        this.rootOrPeer = rootOrPeer;
+    }
+
+    /** Runs the operation to completion, on the operation thread. */
+    abstract void run(OpContext ctx) throws Exception;
+
+    /** Whether this is a point-to-point operation (batched together inside a group). */
+    boolean isP2p() {
+        return false;
+    }
+
+    /** "allReduce #17 (4096 B float sum)", the way errors name an operation. */
+    String describe() {
+        StringBuilder sb = new StringBuilder(name).append(" #").append(seq).append(" (").append(bytes).append(" B");
+        if (type != null) {
+            sb.append(' ').append(type.ncclName());
+        }
+        if (reduceOp != null) {
+            sb.append(' ').append(reduceOp.ncclName());
+        }
+        if (rootOrPeer >= 0) {
+            sb.append(name.equals("send") || name.equals("recv") ? " peer " : " root ").append(rootOrPeer);
+        }
+        return sb.append(')').toString();
+    }
+}

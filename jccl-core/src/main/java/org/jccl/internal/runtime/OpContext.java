@@ -1,0 +1,285 @@
+package org.jccl.internal.runtime;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.PeerFailedException;
+import org.jccl.internal.log.Log;
+import org.jccl.spi.Connection;
+import org.jccl.spi.P2pRequest;
+import org.jccl.spi.PeerInfo;
+
+/**
+ * What algorithms see while an operation runs: point-to-point posts to any peer, waiting with
+ * progress, and scratch memory. Confined to the communicator's operation thread (it is the
+ * progress engine: there is no other thread moving bytes), so nothing here is synchronised.
+ *
+ * <p>Waiting spins briefly, then yields, then blocks in a {@link Selector} over the connections'
+ * channels (sockets wake it when bytes arrive; the in-JVM transport and abort() wake it through
+ * {@link #wake()}): a rank whose peer is a few microseconds behind reacts at once, while one waiting
+ * for a straggler uses no CPU.
+ */
+public final class OpContext {
+    private static final int SPINS = 64;
+    private static final int YIELDS = 192;
+    /** Longest blind block; a safety net only, since sockets and wake() end the block early. */
+    private static final long MAX_BLOCK_MILLIS = 50;
+
+    private final CommunicatorImpl comm;
+    private final Connection[] connections;
+    private final List<Connection> open = new ArrayList<>();
+    private Op current;
+    private Arena scratchArena;
+    private final MemorySegment[] scratch = new MemorySegment[4];
+    private Selector selector;
+    /** Set while the operation thread is (about to be) blocked in the selector; see {@link #wake()}. */
+    private volatile boolean sleeping;
+
+    OpContext(CommunicatorImpl comm) {
+        this.comm = comm;
+        this.connections = new Connection[comm.size()];
+    }
+
+    public int rank() {
+        return comm.rank();
+    }
+
+    public int size() {
+        return comm.size();
+    }
+
+    /** Pipelining granularity of ring algorithms, in bytes ({@code JCCL_CHUNK_SIZE}). */
+    public long chunkBytes() {
+        return comm.chunkBytes();
+    }
+
+    /** All-reduce messages up to this many bytes use recursive doubling ({@code JCCL_RD_THRESHOLD}). */
+    public long rdThreshold() {
+        return comm.rdThreshold();
+    }
+
+    /** Which algorithm names are allowed for a collective (from {@code JCCL_ALGO}). */
+    public AlgoSelector algorithms() {
+        return comm.algorithms();
+    }
+
+    void begin(Op op) {
+        current = op;
+    }
+
+    /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */
+    public P2pRequest send(int peer, MemorySegment src) {
+        return connection(peer).send(src);
+    }
+
+    /** Posts a receive of exactly {@code dst.byteSize()} bytes from {@code peer}. */
+    public P2pRequest recv(int peer, MemorySegment dst) {
+        return connection(peer).recv(dst);
+    }
+
+    /** Waits for one request, driving progress on every connection. */
+    public void await(P2pRequest r) {
+        int idle = 0;
+        while (!r.isDone()) {
+            idle = progressOrIdle(idle);
+        }
+        check(r);
+    }
+
+    /** Waits for all requests (nulls are skipped). */
+    public void awaitAll(P2pRequest... rs) {
+        for (P2pRequest r : rs) {
+            if (r != null) {
+                await(r);
+            }
+        }
+    }
+
+    /** Waits for all requests in the list, then clears it. */
+    public void awaitAll(List<P2pRequest> rs) {
+        for (P2pRequest r : rs) {
+            await(r);
+        }
+        rs.clear();
+    }
+
+    /** Whether the request is done, after one round of progress; throws if it failed. */
+    public boolean test(P2pRequest r) {
+        if (!r.isDone()) {
+            progress();
+        }
+        if (r.isDone()) {
+            check(r);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Scratch memory of at least {@code bytes} for slot {@code slot} (0..3), reused across operations
+     * and grown on demand; contents are undefined. Slots never alias each other.
+     */
+    public MemorySegment scratch(int slot, long bytes) {
+        MemorySegment s = scratch[slot];
+        if (s == null || s.byteSize() < bytes) {
+            if (scratchArena == null) {
+                scratchArena = Arena.ofShared();
+            }
+            long size = Math.max(bytes, s == null ? 4096 : Math.min(s.byteSize() * 2, Math.max(bytes, 1L << 30)));
+            // The old slot's memory stays in the arena until close; growth is rare (powers of two).
+            scratch[slot] = scratchArena.allocate(size, 64);
+        }
+        return scratch[slot].asSlice(0, bytes);
+    }
+
+    private int progressOrIdle(int idle) {
+        int work = progress();
+        if (work > 0) {
+            return 0;
+        }
+        comm.checkNotAborted(current);
+        idle++;
+        if (idle < SPINS) {
+            Thread.onSpinWait();
+        } else if (idle < SPINS + YIELDS) {
+            Thread.yield();
+        } else {
+            block(idle - SPINS - YIELDS);
+        }
+        return idle;
+    }
+
+    /**
+     * Blocks until a watched channel is readable, {@link #wake()} is called, or a short timeout.
+     * The flag is raised before a last progress check, so a wake() racing with the decision to
+     * block is never lost (a wakeup before select() makes select() return at once).
+     */
+    private void block(int rounds) {
+        sleeping = true;
+        try {
+            if (progress() > 0) {
+                return;
+            }
+            long millis = Math.min(MAX_BLOCK_MILLIS, 1L + rounds);
+            selector().select(millis);
+            selector.selectedKeys().clear();
+        } catch (IOException e) {
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": waiting for network activity failed: " + e, e);
+        } finally {
+            sleeping = false;
+        }
+    }
+
+    /** Wakes the operation thread if it is blocked; any thread. Cheap (a volatile read) when it is not. */
+    void wake() {
+        if (sleeping) {
+            Selector s = selector;
+            if (s != null) {
+                s.wakeup();
+            }
+        }
+    }
+
+    private Selector selector() throws IOException {
+        if (selector == null) {
+            selector = Selector.open();
+        }
+        return selector;
+    }
+
+    private void watch(Connection c) {
+        SelectableChannel[] chans = c.channels();
+        if (chans.length == 0) {
+            return;
+        }
+        try {
+            Selector sel = selector();
+            for (SelectableChannel ch : chans) {
+                ch.register(sel, SelectionKey.OP_READ);
+            }
+        } catch (ClosedChannelException e) {
+            // The connection already failed; its next progress() reports it.
+        } catch (IOException e) {
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e, e);
+        }
+    }
+
+    /** One round of progress over every open connection; returns the work done. */
+    public int progress() {
+        int work = 0;
+        for (int i = 0, n = open.size(); i < n; i++) {
+            Connection c = open.get(i);
+            try {
+                work += c.progress();
+            } catch (IOException e) {
+                throw peerFailed(c.peer(), e);
+            }
+        }
+        return work;
+    }
+
+    private void check(P2pRequest r) {
+        Throwable t = r.error();
+        if (t != null) {
+            if (t instanceof JcclException je) {
+                throw je;
+            }
+            throw new JcclException(ErrorCode.INTERNAL, "rank " + rank() + ": " + describeOp() + " failed: " + t, t);
+        }
+    }
+
+    private Connection connection(int peer) {
+        Connection c = connections[peer];
+        if (c == null) {
+            c = comm.connect(peer, current);
+            connections[peer] = c;
+            open.add(c);
+            watch(c);
+        }
+        return c;
+    }
+
+    private PeerFailedException peerFailed(int peer, IOException e) {
+        PeerInfo p = comm.peerInfo(peer);
+        String msg = "rank " + rank() + ": " + describeOp() + " failed: link to " + p.describe() + " broke: " + e.getMessage();
+        return new PeerFailedException(peer, msg, e);
+    }
+
+    String describeOp() {
+        return current == null ? "(no operation)" : current.describe() + " on communicator " + comm.idShort();
+    }
+
+    /** Closes every connection and frees scratch memory; operation thread only. */
+    void closeAll() {
+        for (Connection c : open) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                Log.trace(Log.Subsys.NET, rank(), "closing connection to rank " + c.peer() + ": " + e);
+            }
+        }
+        open.clear();
+        java.util.Arrays.fill(connections, null);
+        if (selector != null) {
+            try {
+                selector.close();
+            } catch (IOException e) {
+                Log.trace(Log.Subsys.NET, rank(), "closing the selector: " + e);
+            }
+            selector = null;
+        }
+        if (scratchArena != null) {
+            scratchArena.close();
+            scratchArena = null;
+            java.util.Arrays.fill(scratch, null);
+        }
+    }
+}

@@ -1,0 +1,215 @@
+package org.jccl.internal.transport.local;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.HexFormat;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.jccl.Config;
+import org.jccl.internal.config.Settings;
+import org.jccl.spi.Connection;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.P2pRequest;
+import org.jccl.spi.PeerInfo;
+import org.jccl.spi.Transport;
+import org.jccl.spi.TransportContext;
+
+/**
+ * Ranks that are threads of one JVM ({@code Jccl.initLocal}) move messages by a single memory copy:
+ * a sender posts its request in the receiver's mailbox, and the receiver, when it has a matching
+ * receive posted, copies straight from the sender's memory and completes both. No sockets, no
+ * staging. Chosen first (priority 0) for peers with the same JVM process id; off with
+ * {@code JCCL_LOCAL_DISABLE=1}, which makes such ranks use TCP over loopback instead.
+ */
+public final class LocalTransport implements Transport {
+    /** Open endpoints of this JVM, by "commIdHex:rank". */
+    private static final ConcurrentHashMap<String, LocalEndpoint> ENDPOINTS = new ConcurrentHashMap<>();
+
+    @Override
+    public String name() {
+        return "LOCAL";
+    }
+
+    @Override
+    public int priority() {
+        return 0;
+    }
+
+    @Override
+    public boolean isEnabled(Config config) {
+        return !Settings.LOCAL_DISABLE.getBool(config);
+    }
+
+    @Override
+    public Endpoint open(TransportContext ctx) {
+        String key = key(ctx.commId(), ctx.rank());
+        LocalEndpoint e = new LocalEndpoint(ctx, key);
+        if (ENDPOINTS.putIfAbsent(key, e) != null) {
+            throw new IllegalStateException("in-JVM endpoint " + key + " opened twice");
+        }
+        return e;
+    }
+
+    @Override
+    public boolean canConnect(PeerInfo self, PeerInfo peer) {
+        return self.processId().equals(peer.processId()) && peer.addresses().containsKey(name());
+    }
+
+    private static String key(byte[] commId, int rank) {
+        return HexFormat.of().formatHex(commId) + ":" + rank;
+    }
+
+    /** Sends posted to one receiver by one sender, in order. */
+    private static final class Mailbox {
+        final ConcurrentLinkedQueue<P2pRequest> sends = new ConcurrentLinkedQueue<>();
+        volatile boolean closed;
+    }
+
+    private static final class LocalEndpoint implements Endpoint {
+        private final TransportContext ctx;
+        private final String key;
+        /** inbox[p]: what rank p sends to this rank. */
+        private final Mailbox[] inbox;
+        private final LocalConnection[] connections;
+        private volatile boolean closed;
+
+        LocalEndpoint(TransportContext ctx, String key) {
+            this.ctx = ctx;
+            this.key = key;
+            this.inbox = new Mailbox[ctx.size()];
+            for (int i = 0; i < inbox.length; i++) {
+                inbox[i] = new Mailbox();
+            }
+            this.connections = new LocalConnection[ctx.size()];
+        }
+
+        @Override
+        public byte[] address() {
+            return key.getBytes(StandardCharsets.US_ASCII);
+        }
+
+        @Override
+        public synchronized Connection connect(int peerRank) throws IOException {
+            if (closed) {
+                throw new IOException("in-JVM endpoint of rank " + ctx.rank() + " is closed");
+            }
+            LocalConnection c = connections[peerRank];
+            if (c != null) {
+                return c;
+            }
+            String peerKey = new String(ctx.peer(peerRank).addresses().get("LOCAL"), StandardCharsets.US_ASCII);
+            LocalEndpoint peer = ENDPOINTS.get(peerKey);
+            if (peer == null) {
+                throw new IOException("rank " + peerRank + " has already closed its communicator (in-JVM endpoint " + peerKey + " is gone)");
+            }
+            c = new LocalConnection(peerRank, inbox[peerRank], peer.inbox[ctx.rank()], peer.ctx);
+            connections[peerRank] = c;
+            return c;
+        }
+
+        @Override
+        public void close() {
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+            }
+            ENDPOINTS.remove(key, this);
+            for (LocalConnection c : connections) {
+                if (c != null) {
+                    c.close();
+                }
+            }
+            for (Mailbox m : inbox) {
+                m.closed = true;
+            }
+        }
+    }
+
+    private static final class LocalConnection implements Connection {
+        private final int peer;
+        private final Mailbox in;
+        private final Mailbox out;
+        private final ArrayDeque<P2pRequest> recvs = new ArrayDeque<>();
+        private final ArrayDeque<P2pRequest> sends = new ArrayDeque<>();
+        private final TransportContext peerContext;
+
+        LocalConnection(int peer, Mailbox in, Mailbox out, TransportContext peerContext) {
+            this.peer = peer;
+            this.in = in;
+            this.out = out;
+            this.peerContext = peerContext;
+        }
+
+        @Override
+        public int peer() {
+            return peer;
+        }
+
+        @Override
+        public String describe() {
+            return "LOCAL (same JVM, one copy)";
+        }
+
+        @Override
+        public P2pRequest send(MemorySegment src) {
+            P2pRequest r = new P2pRequest(src, true);
+            sends.add(r);
+            out.sends.add(r);
+            peerContext.wakeup();
+            return r;
+        }
+
+        @Override
+        public P2pRequest recv(MemorySegment dst) {
+            P2pRequest r = new P2pRequest(dst, false);
+            recvs.add(r);
+            return r;
+        }
+
+        @Override
+        public int progress() throws IOException {
+            int work = 0;
+            while (!recvs.isEmpty()) {
+                P2pRequest s = in.sends.peek();
+                if (s == null) {
+                    break;
+                }
+                P2pRequest r = recvs.peek();
+                if (s.size() != r.size()) {
+                    IOException e = new IOException("rank " + peer + " sent a message of " + s.size() + " bytes where this rank expected "
+                            + r.size() + ": the ranks called collectives (or send/recv) with different counts or types");
+                    r.fail(e);
+                    throw e;
+                }
+                MemorySegment.copy(s.segment(), 0, r.segment(), 0, s.size());
+                in.sends.poll();
+                recvs.poll();
+                // Completing the sender's request releases its buffer: the copy above happened first.
+                s.complete();
+                r.complete();
+                peerContext.wakeup();
+                work++;
+            }
+            while (!sends.isEmpty() && sends.peek().isDone()) {
+                sends.poll();
+                work++;
+            }
+            if ((in.closed && !recvs.isEmpty()) || (out.closed && !sends.isEmpty())) {
+                throw new IOException("rank " + peer + " closed its communicator (exited, failed or was aborted) with "
+                        + recvs.size() + " receive(s) and " + sends.size() + " send(s) of this rank pending");
+            }
+            return work;
+        }
+
+        @Override
+        public void close() {
+            in.closed = true;
+            out.closed = true;
+            peerContext.wakeup();
+        }
+    }
+}

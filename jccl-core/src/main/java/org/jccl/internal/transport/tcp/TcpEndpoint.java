@@ -1,0 +1,544 @@
+package org.jccl.internal.transport.tcp;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.ConnectException;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NoRouteToHostException;
+import java.net.SocketTimeoutException;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.JcclTimeoutException;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.Interfaces;
+import org.jccl.spi.Connection;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.PeerInfo;
+import org.jccl.spi.TransportContext;
+
+/**
+ * One rank's TCP endpoint for one communicator: a listening socket, its acceptor thread, and the
+ * connections made so far.
+ *
+ * <h2>Who connects</h2>
+ * Of each pair, the lower rank opens the sockets; the higher rank only accepts. The higher rank's
+ * {@link #connect} therefore just waits until its acceptor has received all of the peer's
+ * sockets, and the lower rank's {@link #connect} never depends on the peer's operation thread, so
+ * two ranks connecting to each other in any order cannot deadlock.
+ *
+ * <h2>Accepting</h2>
+ * The acceptor ({@code jccl-tcp-accept-r<rank>}, a daemon platform thread) accepts and hands every
+ * socket to a short-lived virtual thread that runs {@link Handshake#accept} (bounded at {@value
+ * #MAX_PENDING_HANDSHAKES} at a time; further connections wait in the kernel's backlog). A silent
+ * or slow client therefore delays nobody else. Only after the handshake proves the secret does
+ * the socket get a slot; connections with a wrong secret, a foreign communicator id, an impossible
+ * rank, or a duplicate socket index are dropped with one warning and do not affect the job.
+ *
+ * <p><b>Threading:</b> {@link #connect} is called by the communicator's operation thread;
+ * {@link #close} may be called from any thread.
+ */
+final class TcpEndpoint implements Endpoint {
+
+    /** The acceptor gives a connecting socket this long to finish the handshake. */
+    static final Duration ACCEPT_HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+    /** Handshakes in progress at once; beyond that, connections wait in the listen backlog. */
+    static final int MAX_PENDING_HANDSHAKES = 64;
+    private static final int BACKLOG = 1024;
+    /** First and largest pause between refused connection attempts. */
+    private static final long BACKOFF_START_MS = 10;
+    private static final long BACKOFF_MAX_MS = 1000;
+    /** How often a waiting connect looks at {@link TransportContext#isStopping()}. */
+    private static final long STOP_POLL_MS = 50;
+
+    private final TransportContext ctx;
+    private final int rank;
+    private final int nsocks;
+    private final int socketBuffer;
+    private final Duration connectTimeout;
+    private final ServerSocketChannel server;
+    private final InetSocketAddress local;
+    private final byte[] address;
+    private final Thread acceptor;
+    private final Semaphore handshakePermits = new Semaphore(MAX_PENDING_HANDSHAKES);
+    /** Sockets in the handshake, closed by {@link #close} so their threads end at once. */
+    private final Set<SocketChannel> handshaking = ConcurrentHashMap.newKeySet();
+    /** Sockets from lower ranks, by peer rank, until {@link #connect} claims them. */
+    private final ConcurrentHashMap<Integer, PeerSlot> slots = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Integer, TcpConnection> connections = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    private TcpEndpoint(TransportContext ctx, ServerSocketChannel server, int nsocks, int socketBuffer, Duration connectTimeout)
+            throws IOException {
+        this.ctx = ctx;
+        this.rank = ctx.rank();
+        this.nsocks = nsocks;
+        this.socketBuffer = socketBuffer;
+        this.connectTimeout = connectTimeout;
+        this.server = server;
+        this.local = (InetSocketAddress) server.getLocalAddress();
+        this.address = TcpWire.encodeAddress(local);
+        this.acceptor = Thread.ofPlatform().name("jccl-tcp-accept-r" + rank).daemon(true).unstarted(this::acceptLoop);
+    }
+
+    /**
+     * Binds a listening socket on the address {@code JCCL_SOCKET_IFNAME}/{@code JCCL_SOCKET_FAMILY}
+     * select, on an ephemeral port, and starts the acceptor.
+     *
+     * @throws IOException when the socket cannot be bound; the message names the address and the fix
+     */
+    static TcpEndpoint open(TransportContext ctx) throws IOException {
+        int threads = Settings.SOCKET_NTHREADS.getInt(ctx.config());
+        int perThread = Settings.NSOCKS_PERTHREAD.getInt(ctx.config());
+        int nsocks = Math.min(TcpWire.MAX_SOCKETS, threads * perThread);
+        int socketBuffer = (int) Settings.SOCKET_BUFFER.getLong(ctx.config());
+        Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(ctx.config());
+        InetAddress bindAddress = Interfaces.selectAddress(ctx.config());
+        ServerSocketChannel server = ServerSocketChannel.open();
+        try {
+            if (socketBuffer > 0) {
+                // Accepted sockets inherit this, and the window scale is fixed at the SYN: it must be set before listen.
+                server.setOption(StandardSocketOptions.SO_RCVBUF, socketBuffer);
+            }
+            server.bind(new InetSocketAddress(bindAddress, 0), BACKLOG);
+        } catch (IOException e) {
+            server.close();
+            throw new IOException("rank " + ctx.rank() + " cannot listen for TCP connections on " + bindAddress.getHostAddress()
+                    + ": " + e.getMessage() + ". The address comes from " + Settings.SOCKET_IFNAME.name() + "/"
+                    + Settings.SOCKET_FAMILY.name() + "; check that it belongs to this host and that the process may open"
+                    + " sockets (ulimit -n)", e);
+        }
+        TcpEndpoint ep = new TcpEndpoint(ctx, server, nsocks, socketBuffer, connectTimeout);
+        ep.acceptor.start();
+        Log.trace(Log.Subsys.NET, ctx.rank(), "TCP endpoint listening on " + TcpWire.format(ep.local) + " (" + nsocks
+                + (nsocks == 1 ? " socket" : " sockets") + " per peer)");
+        return ep;
+    }
+
+    @Override
+    public byte[] address() {
+        return address.clone();
+    }
+
+    /** The address this endpoint listens on. */
+    InetSocketAddress localAddress() {
+        return local;
+    }
+
+    /**
+     * Returns the connection to {@code peerRank}, making it on first use: a lower rank opens the
+     * sockets (retrying refused connects until {@code JCCL_CONNECT_TIMEOUT}); a higher rank waits, as
+     * long, for the peer's sockets to arrive.
+     *
+     * @throws IOException when the peer cannot be reached or this endpoint is closing
+     * @throws JcclTimeoutException when the connection is not complete within {@code JCCL_CONNECT_TIMEOUT}
+     * @throws JcclException with {@link ErrorCode#AUTHENTICATION} or {@link ErrorCode#PROTOCOL} when the
+     *         handshake with the peer fails
+     */
+    @Override
+    public Connection connect(int peerRank) throws IOException {
+        if (peerRank < 0 || peerRank >= ctx.size() || peerRank == rank) {
+            throw new IllegalArgumentException("rank " + rank + " cannot make a TCP connection to rank " + peerRank
+                    + ": peers are 0.." + (ctx.size() - 1) + " except this rank");
+        }
+        if (closed) {
+            throw new IOException("rank " + rank + " cannot connect to rank " + peerRank + " over TCP: its endpoint is closed"
+                    + " (the communicator was closed or aborted)");
+        }
+        TcpConnection existing = connections.get(peerRank);
+        if (existing != null) {
+            return existing;
+        }
+        PeerInfo peer = ctx.peer(peerRank);
+        InetSocketAddress remote = peerAddress(peer);
+        SocketChannel[] sockets = rank < peerRank ? initiate(peer, remote) : await(peer, remote);
+        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets);
+        connections.put(peerRank, c);
+        if (closed) {
+            // close() ran while we connected and may have missed this connection.
+            c.close();
+            throw new IOException("rank " + rank + " stopped connecting to " + peer.describe() + ": the communicator is closing");
+        }
+        Log.info(Log.Subsys.NET, rank, "rank " + rank + " -> rank " + peerRank + " via " + c.describe());
+        return c;
+    }
+
+    private InetSocketAddress peerAddress(PeerInfo peer) throws IOException {
+        byte[] a = peer.addresses().get(TcpTransport.NAME);
+        if (a == null) {
+            throw new IOException(peer.describe() + " published no TCP address: its TCP transport is disabled or failed to"
+                    + " open (see its log), so rank " + rank + " cannot reach it over TCP");
+        }
+        try {
+            return TcpWire.decodeAddress(a);
+        } catch (IllegalArgumentException e) {
+            throw new IOException(peer.describe() + " published a TCP address rank " + rank + " cannot read (" + e.getMessage()
+                    + "): mixed jccl versions in one job?", e);
+        }
+    }
+
+    // ------------------------------------------------------------------ lower rank: open the sockets
+
+    private SocketChannel[] initiate(PeerInfo peer, InetSocketAddress remote) throws IOException {
+        long deadline = System.nanoTime() + connectTimeout.toNanos();
+        SocketChannel[] sockets = new SocketChannel[nsocks];
+        boolean ok = false;
+        try {
+            for (int i = 0; i < nsocks; i++) {
+                sockets[i] = openSocket(peer, remote, i, deadline);
+            }
+            ok = true;
+            return sockets;
+        } finally {
+            if (!ok) {
+                for (SocketChannel ch : sockets) {
+                    closeQuietly(ch);
+                }
+            }
+        }
+    }
+
+    private SocketChannel openSocket(PeerInfo peer, InetSocketAddress remote, int index, long deadline) throws IOException {
+        String target = peer.describe() + " at " + TcpWire.format(remote);
+        long backoff = BACKOFF_START_MS;
+        int attempts = 0;
+        SocketChannel ch;
+        while (true) {
+            checkStopping(peer);
+            attempts++;
+            ch = SocketChannel.open(remote.getAddress() instanceof Inet6Address ? StandardProtocolFamily.INET6 : StandardProtocolFamily.INET);
+            try {
+                configure(ch);
+                long left = remainingMillis(deadline);
+                ch.socket().connect(remote, (int) Math.max(1, Math.min(Integer.MAX_VALUE, left)));
+                break;
+            } catch (ConnectException | NoRouteToHostException | SocketTimeoutException e) {
+                // Refused or unanswered: the peer may be restarting its listener, or its SYN queue overflowed. Retry.
+                closeQuietly(ch);
+                long left = remainingMillis(deadline);
+                if (left <= backoff) {
+                    throw new JcclTimeoutException("rank " + rank + " could not connect to " + target + " over TCP within "
+                            + connectTimeout.toSeconds() + " s (" + Settings.CONNECT_TIMEOUT.name() + "; " + attempts
+                            + " attempts, last: " + e.getMessage() + "). The peer exited, or its address is not reachable from"
+                            + " this host (firewall, or " + Settings.SOCKET_IFNAME.name() + " chose an interface other hosts"
+                            + " cannot route to)", e);
+                }
+                Log.trace(Log.Subsys.NET, rank, "connect to " + target + " (socket " + index + "): " + e.getMessage()
+                        + "; attempt " + attempts + ", retrying in " + backoff + " ms, " + left + " ms left");
+                sleep(backoff, peer);
+                backoff = Math.min(BACKOFF_MAX_MS, backoff * 2);
+            } catch (IOException e) {
+                closeQuietly(ch);
+                throw new IOException("rank " + rank + " could not connect to " + target + " over TCP: " + e.getMessage(), e);
+            }
+        }
+        try {
+            long left = Math.max(1000, remainingMillis(deadline));
+            Handshake.connect(ch, ctx.secret(), Handshake.Kind.DATA, TcpWire.hello(ctx.commId(), rank, index, nsocks),
+                    Duration.ofMillis(left));
+            ch.configureBlocking(false);
+            return ch;
+        } catch (JcclException e) {
+            closeQuietly(ch);
+            String msg = "TCP connection from rank " + rank + " to " + peer.describe() + ": " + e.getMessage();
+            throw e.code() == ErrorCode.TIMEOUT ? new JcclTimeoutException(msg, e) : new JcclException(e.code(), msg, e);
+        } catch (IOException e) {
+            closeQuietly(ch);
+            throw new IOException("TCP handshake from rank " + rank + " with " + target + " failed: " + e.getMessage()
+                    + " (the peer exited or dropped the connection; its log says why)", e);
+        }
+    }
+
+    private void configure(SocketChannel ch) throws IOException {
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        if (socketBuffer > 0) {
+            ch.setOption(StandardSocketOptions.SO_SNDBUF, socketBuffer);
+            ch.setOption(StandardSocketOptions.SO_RCVBUF, socketBuffer);
+        }
+    }
+
+    private void checkStopping(PeerInfo peer) throws IOException {
+        if (closed || ctx.isStopping()) {
+            throw new IOException("rank " + rank + " stopped connecting to " + peer.describe()
+                    + " over TCP: the communicator is closing or was aborted");
+        }
+    }
+
+    private void sleep(long millis, PeerInfo peer) throws IOException {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("rank " + rank + " was interrupted while connecting to " + peer.describe() + " over TCP");
+        }
+    }
+
+    private static long remainingMillis(long deadlineNanos) {
+        return Math.max(0, (deadlineNanos - System.nanoTime()) / 1_000_000);
+    }
+
+    // ------------------------------------------------------------------ higher rank: wait for the sockets
+
+    private SocketChannel[] await(PeerInfo peer, InetSocketAddress remote) throws IOException {
+        PeerSlot slot = slots.computeIfAbsent(peer.rank(), PeerSlot::new);
+        long deadline = System.nanoTime() + connectTimeout.toNanos();
+        synchronized (slot) {
+            while (slot.expected < 0 || slot.arrived < slot.expected) {
+                checkStopping(peer);
+                long left = remainingMillis(deadline);
+                if (left <= 0) {
+                    throw new JcclTimeoutException("rank " + rank + " waited " + connectTimeout.toSeconds() + " s ("
+                            + Settings.CONNECT_TIMEOUT.name() + ") for " + peer.describe() + " to open its TCP connection to "
+                            + TcpWire.format(local) + "; " + slot.arrived + " of " + (slot.expected < 0 ? "its" : slot.expected)
+                            + " sockets arrived. The lower rank of a pair connects and the higher one (this rank) waits:"
+                            + " rank " + peer.rank() + " has not reached an operation with rank " + rank + " (it is slower or"
+                            + " stuck: see its log), cannot reach this address (firewall, or " + Settings.SOCKET_IFNAME.name()
+                            + " chose an interface it cannot route to), or failed authentication (see this rank's warnings)."
+                            + " Raise " + Settings.CONNECT_TIMEOUT.name() + " if ranks reach their collectives far apart");
+                }
+                try {
+                    slot.wait(Math.min(left, STOP_POLL_MS));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new InterruptedIOException("rank " + rank + " was interrupted while waiting for " + peer.describe()
+                            + " to connect over TCP");
+                }
+            }
+            slot.claimed = true;
+            SocketChannel[] s = slot.sockets;
+            slot.sockets = null;
+            return s;
+        }
+    }
+
+    /** The sockets one lower rank has delivered so far. Guarded by its own monitor. */
+    private static final class PeerSlot {
+        final int peer;
+        SocketChannel[] sockets;
+        int expected = -1;
+        int arrived;
+        boolean claimed;
+        boolean closed;
+
+        PeerSlot(int peer) {
+            this.peer = peer;
+        }
+
+        /** Adds an authenticated socket; returns null, or why it must be dropped. */
+        synchronized String offer(int index, int n, SocketChannel ch) {
+            if (closed) {
+                return "the endpoint is closing";
+            }
+            if (claimed) {
+                return "rank " + peer + " already has its connection: this is an extra socket (index " + index + ")";
+            }
+            if (expected < 0) {
+                expected = n;
+                sockets = new SocketChannel[n];
+            } else if (n != expected) {
+                return "it announces " + n + " sockets where its earlier sockets announced " + expected;
+            }
+            if (sockets[index] != null) {
+                return "socket index " + index + " of rank " + peer + " arrived twice";
+            }
+            sockets[index] = ch;
+            arrived++;
+            if (arrived == expected) {
+                notifyAll();
+            }
+            return null;
+        }
+
+        synchronized void close() {
+            closed = true;
+            if (sockets != null) {
+                for (SocketChannel ch : sockets) {
+                    closeQuietly(ch);
+                }
+                sockets = null;
+            }
+            notifyAll();
+        }
+    }
+
+    // ------------------------------------------------------------------ acceptor
+
+    private void acceptLoop() {
+        while (!closed) {
+            try {
+                handshakePermits.acquire();
+            } catch (InterruptedException e) {
+                return;
+            }
+            SocketChannel ch;
+            try {
+                ch = server.accept();
+            } catch (ClosedChannelException e) {
+                handshakePermits.release();
+                return;
+            } catch (IOException e) {
+                handshakePermits.release();
+                if (closed) {
+                    return;
+                }
+                // Typically EMFILE (out of file descriptors): warn, pause so the loop does not spin, keep serving.
+                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + " failed to accept a connection: "
+                        + e.getMessage() + " (out of file descriptors? raise ulimit -n)");
+                try {
+                    Thread.sleep(100);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+                continue;
+            }
+            handshaking.add(ch);
+            if (closed) {
+                // close() may have swept the set before this socket entered it.
+                handshaking.remove(ch);
+                closeQuietly(ch);
+                handshakePermits.release();
+                return;
+            }
+            try {
+                Thread.ofVirtual().name("jccl-tcp-handshake-r" + rank).start(() -> {
+                    try {
+                        admit(ch);
+                    } finally {
+                        handshaking.remove(ch);
+                        handshakePermits.release();
+                    }
+                });
+            } catch (RuntimeException | OutOfMemoryError e) {
+                handshaking.remove(ch);
+                closeQuietly(ch);
+                handshakePermits.release();
+                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + " could not start a handshake thread: " + e);
+            }
+        }
+    }
+
+    /** Authenticates one accepted socket and hands it to its peer's slot, or drops it with one warning. */
+    private void admit(SocketChannel ch) {
+        String from = remoteOf(ch);
+        byte[] raw;
+        try {
+            raw = Handshake.accept(ch, ctx.secret(), Handshake.Kind.DATA, ACCEPT_HANDSHAKE_TIMEOUT);
+        } catch (JcclException | IOException e) {
+            closeQuietly(ch);
+            if (!closed) {
+                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, from));
+            }
+            return;
+        }
+        TcpWire.Hello hello = TcpWire.Hello.parse(raw);
+        String reason;
+        if (hello == null) {
+            reason = "its hello has " + raw.length + " bytes, expected " + TcpWire.HELLO_BYTES + " (mixed jccl versions?)";
+        } else if (!MessageDigest.isEqual(hello.commId(), ctx.commId())) {
+            reason = "it belongs to another communicator of this job (a different communicator id): addresses mixed up between"
+                    + " communicators";
+        } else if (hello.rank() < 0 || hello.rank() >= rank) {
+            reason = "it claims rank " + hello.rank() + ", but only lower ranks (0.." + (rank - 1) + ") connect to rank " + rank;
+        } else if (hello.nsocks() < 1 || hello.nsocks() > TcpWire.MAX_SOCKETS || hello.socketIndex() < 0
+                || hello.socketIndex() >= hello.nsocks()) {
+            reason = "it announces socket " + hello.socketIndex() + " of " + hello.nsocks() + " (at most " + TcpWire.MAX_SOCKETS + ")";
+        } else {
+            try {
+                configure(ch);
+                ch.configureBlocking(false);
+            } catch (IOException e) {
+                closeQuietly(ch);
+                if (!closed) {
+                    Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": connection from rank " + hello.rank()
+                            + " at " + from + " failed while being set up: " + e.getMessage() + "; dropped");
+                }
+                return;
+            }
+            PeerSlot slot = slots.computeIfAbsent(hello.rank(), PeerSlot::new);
+            reason = slot.offer(hello.socketIndex(), hello.nsocks(), ch);
+            if (reason == null) {
+                if (closed) {
+                    // close() may have swept the slots before this one was made: do not leave the socket parked.
+                    slot.close();
+                }
+                return;
+            }
+        }
+        closeQuietly(ch);
+        if (!closed) {
+            Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": authenticated connection from " + from
+                    + " dropped: " + reason);
+        }
+    }
+
+    private static String describeDrop(Exception e, String from) {
+        String m = e.getMessage();
+        // Handshake's own messages already name the remote address; socket errors do not.
+        return m != null && m.contains(from) ? m : "connection from " + from + " dropped during the jccl handshake: " + m;
+    }
+
+    private static String remoteOf(SocketChannel ch) {
+        try {
+            return String.valueOf(ch.getRemoteAddress());
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    private static void closeQuietly(SocketChannel ch) {
+        if (ch != null) {
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // Already broken: nothing more to release.
+            }
+        }
+    }
+
+    /** Stops the acceptor, closes the listening socket, every socket waiting to be claimed and every connection. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // The listener is gone either way.
+        }
+        acceptor.interrupt();
+        for (SocketChannel ch : handshaking) {
+            closeQuietly(ch);
+        }
+        for (PeerSlot slot : slots.values()) {
+            slot.close();
+        }
+        for (TcpConnection c : connections.values()) {
+            c.close();
+        }
+        try {
+            acceptor.join(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TCP endpoint of rank " + rank + " at " + TcpWire.format(local);
+    }
+}

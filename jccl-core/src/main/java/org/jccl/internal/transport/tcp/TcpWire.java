@@ -1,0 +1,221 @@
+package org.jccl.internal.transport.tcp;
+
+import java.net.Inet4Address;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+
+/**
+ * Everything the TCP transport puts on a wire or into a published address, in one place: the
+ * endpoint address, the hello each data socket carries through the {@link
+ * org.jccl.internal.net.Handshake}, the stripe header, and the striping rule both sides compute.
+ * All integers are big-endian.
+ *
+ * <h2>Endpoint address (published in {@code PeerInfo.addresses().get("TCP")})</h2>
+ * <pre>
+ *  +--------+--------------------+----------+
+ *  | u8 fam | ip (4 or 16 bytes) | u16 port |     fam = 4 (IPv4, 7 bytes in all) or 6 (IPv6, 19 bytes)
+ *  +--------+--------------------+----------+
+ * </pre>
+ *
+ * <h2>Hello (inside the authenticated handshake, {@value #HELLO_BYTES} bytes)</h2>
+ * <pre>
+ *  +---------------+----------+-----------------+-----------+
+ *  | commId[16]    | i32 rank | i32 socketIndex | i32 nsocks|
+ *  +---------------+----------+-----------------+-----------+
+ * </pre>
+ * The lower rank of a pair opens {@code nsocks} sockets and numbers them {@code 0..nsocks-1};
+ * the higher rank takes {@code nsocks} from the hellos, so both sides stripe alike even if their
+ * settings differ.
+ *
+ * <h2>Stripe header ({@value #HEADER_BYTES} bytes, before every stripe of every message)</h2>
+ * <pre>
+ *  0          4          8                         16
+ *  +----------+----------+--------------------------+----------------------+
+ *  | "JCTS"   | i32      | u64 message length       | stripe payload ...   |
+ *  | magic    | stripe   | (whole message, bytes)   |                      |
+ *  +----------+----------+--------------------------+----------------------+
+ * </pre>
+ * The header carries the length of the whole message rather than the stripe's, so a receiver
+ * whose posted size differs can name both sizes; each side derives the stripe's extent from the
+ * message length with {@link #stripeOffset}/{@link #stripeLength}.
+ *
+ * <h2>Striping</h2>
+ * Message {@code k} (counted per direction from 0) of {@code size} bytes on a connection of
+ * {@code n} sockets: when {@link #isSplit}{@code (size, n)} is false it goes whole, as stripe 0,
+ * on socket {@code k mod n}; otherwise it is cut into {@code n} contiguous stripes of nearly equal
+ * length, stripe {@code i} on socket {@code i}. Per socket, stripes go in message order, so a
+ * receiver only needs its own posted receives to know what comes next on every socket.
+ */
+final class TcpWire {
+
+    /** "JCTS": jccl TCP stripe. */
+    static final int MAGIC = 0x4A435453;
+    /** Bytes of a stripe header. */
+    static final int HEADER_BYTES = 16;
+    /** Bytes of a hello. */
+    static final int HELLO_BYTES = 28;
+    /** Most sockets per peer connection (NCCL's limit too). */
+    static final int MAX_SOCKETS = 64;
+    /**
+     * Messages from this size up are split over all sockets. Below it, one socket carries the whole
+     * message: a syscall per socket costs more than the bandwidth extra sockets can add.
+     */
+    static final long SPLIT_THRESHOLD = 256 * 1024;
+    /** Smallest stripe a split produces; with many sockets the split starts at {@code n} times this. */
+    static final long MIN_STRIPE = 32 * 1024;
+
+    private static final byte FAMILY_V4 = 4;
+    private static final byte FAMILY_V6 = 6;
+
+    private TcpWire() {
+    }
+
+    /** Whether a message of {@code size} bytes is split over all {@code nsocks} sockets. */
+    static boolean isSplit(long size, int nsocks) {
+        return nsocks > 1 && size >= Math.max(SPLIT_THRESHOLD, nsocks * MIN_STRIPE);
+    }
+
+    /** The socket that carries the unsplit message number {@code seq}. */
+    static int socketOf(long seq, int nsocks) {
+        return (int) Long.remainderUnsigned(seq, nsocks);
+    }
+
+    /** Offset of stripe {@code stripe} of a split message: the first {@code size % n} stripes are one byte longer. */
+    static long stripeOffset(long size, int nsocks, int stripe) {
+        long base = size / nsocks;
+        long rem = size % nsocks;
+        return stripe * base + Math.min(stripe, rem);
+    }
+
+    /** Length of stripe {@code stripe} of a split message. */
+    static long stripeLength(long size, int nsocks, int stripe) {
+        return size / nsocks + (stripe < size % nsocks ? 1 : 0);
+    }
+
+    /** Writes a stripe header at absolute positions 0..15 of {@code b}, leaving position and limit alone. */
+    static void putHeader(ByteBuffer b, int stripe, long messageLength) {
+        b.putInt(0, MAGIC);
+        b.putInt(4, stripe);
+        b.putLong(8, messageLength);
+    }
+
+    /** The connector's hello. */
+    static byte[] hello(byte[] commId, int rank, int socketIndex, int nsocks) {
+        if (commId.length != 16) {
+            throw new IllegalArgumentException("commId must be 16 bytes, got " + commId.length);
+        }
+        return ByteBuffer.allocate(HELLO_BYTES).put(commId).putInt(rank).putInt(socketIndex).putInt(nsocks).array();
+    }
+
+    /**
+     * A parsed hello.
+     *
+     * @param commId the communicator the connector belongs to
+     * @param rank the connector's rank
+     * @param socketIndex which of its sockets this is
+     * @param nsocks how many sockets it opens
+     */
+    record Hello(byte[] commId, int rank, int socketIndex, int nsocks) {
+
+        /** Parses a hello; null when it has the wrong length (the caller drops the connection). */
+        static Hello parse(byte[] b) {
+            if (b.length != HELLO_BYTES) {
+                return null;
+            }
+            ByteBuffer buf = ByteBuffer.wrap(b);
+            byte[] id = new byte[16];
+            buf.get(id);
+            return new Hello(id, buf.getInt(), buf.getInt(), buf.getInt());
+        }
+    }
+
+    /** Encodes an endpoint address (see the class comment). */
+    static byte[] encodeAddress(InetSocketAddress a) {
+        byte[] ip = a.getAddress().getAddress();
+        ByteBuffer b = ByteBuffer.allocate(1 + ip.length + 2);
+        b.put(ip.length == 4 ? FAMILY_V4 : FAMILY_V6).put(ip).putShort((short) a.getPort());
+        return b.array();
+    }
+
+    /**
+     * Decodes an endpoint address.
+     *
+     * @throws IllegalArgumentException saying what is wrong with it
+     */
+    static InetSocketAddress decodeAddress(byte[] b) {
+        if (b == null || b.length == 0) {
+            throw new IllegalArgumentException("empty TCP address");
+        }
+        int ipLen = switch (b[0]) {
+            case FAMILY_V4 -> 4;
+            case FAMILY_V6 -> 16;
+            default -> throw new IllegalArgumentException("unknown address family tag " + b[0]);
+        };
+        if (b.length != 1 + ipLen + 2) {
+            throw new IllegalArgumentException("TCP address of " + b.length + " bytes, expected " + (1 + ipLen + 2));
+        }
+        byte[] ip = new byte[ipLen];
+        System.arraycopy(b, 1, ip, 0, ipLen);
+        int port = ((b[1 + ipLen] & 0xFF) << 8) | (b[2 + ipLen] & 0xFF);
+        try {
+            InetAddress addr = InetAddress.getByAddress(ip);
+            if (!(addr instanceof Inet4Address || addr instanceof Inet6Address)) {
+                throw new IllegalArgumentException("not an IP address");
+            }
+            return new InetSocketAddress(addr, port);
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("bad IP address bytes", e);
+        }
+    }
+
+    /** "10.0.0.2:41234" or "[fd00::2]:41234", for logs. */
+    static String format(InetSocketAddress a) {
+        InetAddress ip = a.getAddress();
+        return (ip instanceof Inet6Address v6 ? "[" + compact(v6) + "]" : ip.getHostAddress()) + ":" + a.getPort();
+    }
+
+    /** RFC 5952 text of an IPv6 address ("::1", not Java's "0:0:0:0:0:0:0:1"), with its scope if any. */
+    static String compact(Inet6Address a) {
+        byte[] b = a.getAddress();
+        int[] g = new int[8];
+        for (int i = 0; i < 8; i++) {
+            g[i] = ((b[2 * i] & 0xFF) << 8) | (b[2 * i + 1] & 0xFF);
+        }
+        // The longest run of two or more zero groups (the first one on a tie) becomes "::".
+        int bestStart = -1;
+        int bestLen = 1;
+        for (int i = 0; i < 8; ) {
+            if (g[i] != 0) {
+                i++;
+                continue;
+            }
+            int j = i;
+            while (j < 8 && g[j] == 0) {
+                j++;
+            }
+            if (j - i > bestLen) {
+                bestStart = i;
+                bestLen = j - i;
+            }
+            i = j;
+        }
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 8; i++) {
+            if (i == bestStart) {
+                sb.append("::");
+                i += bestLen - 1;
+                continue;
+            }
+            if (sb.length() > 0 && sb.charAt(sb.length() - 1) != ':') {
+                sb.append(':');
+            }
+            sb.append(Integer.toHexString(g[i]));
+        }
+        String host = a.getHostAddress();
+        int pct = host.indexOf('%');
+        return pct < 0 ? sb.toString() : sb + host.substring(pct);
+    }
+}

@@ -1,0 +1,247 @@
+package org.jccl.internal.transport.tcp;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jccl.Config;
+import org.jccl.spi.Connection;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.P2pRequest;
+import org.jccl.spi.PeerInfo;
+import org.jccl.spi.TransportContext;
+
+/** Test helpers: an in-memory {@link TransportContext}, a small "cluster" of endpoints in one JVM, and rank threads. */
+final class TcpTestSupport {
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private TcpTestSupport() {
+    }
+
+    /** Loopback only (the tests never leave the host), short connect timeout. */
+    static Config loopback() {
+        return Config.defaults().with("JCCL_SOCKET_IFNAME", "lo").with("JCCL_CONNECT_TIMEOUT", "10");
+    }
+
+    static byte[] random16() {
+        byte[] b = new byte[16];
+        RANDOM.nextBytes(b);
+        return b;
+    }
+
+    /** A context whose peer infos are filled in once every endpoint is open (as bootstrap would). */
+    static final class TestContext implements TransportContext {
+        final byte[] commId;
+        final int rank;
+        final int size;
+        final byte[] secret;
+        final Config config;
+        final AtomicReferenceArray<PeerInfo> peers;
+        volatile boolean stopping;
+
+        TestContext(byte[] commId, int rank, int size, byte[] secret, Config config) {
+            this.commId = commId;
+            this.rank = rank;
+            this.size = size;
+            this.secret = secret;
+            this.config = config;
+            this.peers = new AtomicReferenceArray<>(size);
+        }
+
+        @Override
+        public byte[] commId() {
+            return commId.clone();
+        }
+
+        @Override
+        public int rank() {
+            return rank;
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
+        public byte[] secret() {
+            return secret.clone();
+        }
+
+        @Override
+        public Config config() {
+            return config;
+        }
+
+        @Override
+        public PeerInfo peer(int r) {
+            PeerInfo p = peers.get(r);
+            if (p == null) {
+                throw new IllegalStateException("no peer info for rank " + r);
+            }
+            return p;
+        }
+
+        @Override
+        public boolean isStopping() {
+            return stopping;
+        }
+    }
+
+    static PeerInfo info(int rank, byte[] tcpAddress) {
+        return new PeerInfo(rank, "testhost", 1000 + rank, "hosthash", "proc-" + rank,
+                tcpAddress == null ? Map.of() : Map.of(TcpTransport.NAME, tcpAddress));
+    }
+
+    /** n ranks of one communicator, each with an open TCP endpoint and every peer's info. */
+    static final class Cluster implements AutoCloseable {
+        final TestContext[] ctx;
+        final Endpoint[] ep;
+        final byte[] commId = random16();
+        final byte[] secret = random16();
+
+        Cluster(int n, Config config) throws IOException {
+            ctx = new TestContext[n];
+            ep = new Endpoint[n];
+            TcpTransport t = new TcpTransport();
+            try {
+                for (int r = 0; r < n; r++) {
+                    ctx[r] = new TestContext(commId, r, n, secret, config);
+                    ep[r] = t.open(ctx[r]);
+                }
+            } catch (IOException | RuntimeException e) {
+                close();
+                throw e;
+            }
+            for (int r = 0; r < n; r++) {
+                PeerInfo p = info(r, ep[r].address());
+                for (TestContext c : ctx) {
+                    c.peers.set(r, p);
+                }
+            }
+        }
+
+        @Override
+        public void close() {
+            for (Endpoint e : ep) {
+                if (e != null) {
+                    e.close();
+                }
+            }
+        }
+    }
+
+    /** Body of one rank's thread. */
+    @FunctionalInterface
+    interface RankBody {
+        void run(int rank) throws Exception;
+    }
+
+    /** Runs one thread per rank and rethrows the first failure (others are attached as suppressed). */
+    static void runRanks(int n, long timeoutMillis, RankBody body) throws Exception {
+        List<Throwable> errors = new ArrayList<>();
+        Thread[] threads = new Thread[n];
+        for (int r = 0; r < n; r++) {
+            int rank = r;
+            threads[r] = Thread.ofPlatform().name("test-rank-" + r).start(() -> {
+                try {
+                    body.run(rank);
+                } catch (Throwable t) {
+                    synchronized (errors) {
+                        errors.add(new AssertionError("rank " + rank + ": " + t, t));
+                    }
+                }
+            });
+        }
+        long deadline = System.currentTimeMillis() + timeoutMillis;
+        for (Thread t : threads) {
+            t.join(Math.max(1, deadline - System.currentTimeMillis()));
+            if (t.isAlive()) {
+                errors.add(new AssertionError(t.getName() + " did not finish within " + timeoutMillis + " ms"));
+            }
+        }
+        if (!errors.isEmpty()) {
+            Throwable first = errors.get(0);
+            for (int i = 1; i < errors.size(); i++) {
+                first.addSuppressed(errors.get(i));
+            }
+            if (first instanceof Exception e) {
+                throw e;
+            }
+            throw (Error) first;
+        }
+    }
+
+    /** Spins progress on every connection until all requests are done; fails on a request error or after the deadline. */
+    static void drive(long timeoutMillis, List<? extends Connection> conns, List<P2pRequest> reqs) throws IOException {
+        long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
+        while (true) {
+            for (Connection c : conns) {
+                c.progress();
+            }
+            boolean all = true;
+            for (P2pRequest r : reqs) {
+                if (r.isDone()) {
+                    if (r.error() != null) {
+                        throw new IOException("request failed: " + r.error(), r.error());
+                    }
+                } else {
+                    all = false;
+                }
+            }
+            if (all) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                int pending = 0;
+                for (P2pRequest r : reqs) {
+                    pending += r.isDone() ? 0 : 1;
+                }
+                throw new AssertionError(pending + " of " + reqs.size() + " requests still pending after " + timeoutMillis + " ms");
+            }
+        }
+    }
+
+    static void drive(long timeoutMillis, Connection c, P2pRequest... reqs) throws IOException {
+        drive(timeoutMillis, List.of(c), List.of(reqs));
+    }
+
+    /** Fills a segment with a pattern that depends on the seed and on the position (so shifted or swapped data is caught). */
+    static void fill(MemorySegment s, long seed) {
+        long n = s.byteSize();
+        long i = 0;
+        for (; i + 8 <= n; i += 8) {
+            s.set(ValueLayout.JAVA_LONG_UNALIGNED, i, mix(seed, i));
+        }
+        for (; i < n; i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, (byte) mix(seed, i & ~7L));
+        }
+    }
+
+    /** Checks {@link #fill}'s pattern; returns the first wrong offset or -1. */
+    static long check(MemorySegment s, long seed) {
+        long n = s.byteSize();
+        long i = 0;
+        for (; i + 8 <= n; i += 8) {
+            if (s.get(ValueLayout.JAVA_LONG_UNALIGNED, i) != mix(seed, i)) {
+                return i;
+            }
+        }
+        for (; i < n; i++) {
+            if (s.get(ValueLayout.JAVA_BYTE, i) != (byte) mix(seed, i & ~7L)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static long mix(long seed, long i) {
+        long z = seed * 0x9E3779B97F4A7C15L + i;
+        z = (z ^ (z >>> 31)) * 0xBF58476D1CE4E5B9L;
+        return z ^ (z >>> 29);
+    }
+}

@@ -1,0 +1,477 @@
+package org.jccl.internal.transport.tcp;
+
+import static org.jccl.internal.transport.tcp.TcpTestSupport.check;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.drive;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.fill;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.loopback;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.runRanks;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.jccl.Config;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.JcclTimeoutException;
+import org.jccl.internal.net.Handshake;
+import org.jccl.internal.transport.tcp.TcpTestSupport.Cluster;
+import org.jccl.internal.transport.tcp.TcpTestSupport.TestContext;
+import org.jccl.spi.Connection;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.P2pRequest;
+import org.jccl.spi.PeerInfo;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Two and three TCP endpoints in one JVM over real loopback sockets, one thread per rank. */
+class TcpTransportTest {
+
+    private static final long[] SIZES = {0, 1, 16, 4095, (1 << 20) + 3, 64L << 20};
+
+    private static Config withSockets(int nsocks) {
+        return loopback().with("JCCL_NSOCKS_PERTHREAD", Integer.toString(nsocks));
+    }
+
+    @Test
+    @Timeout(value = 10, unit = TimeUnit.SECONDS)
+    void transportBasics() throws IOException {
+        TcpTransport t = new TcpTransport();
+        assertEquals("TCP", t.name());
+        assertEquals(100, t.priority());
+        assertTrue(t.isEnabled(Config.defaults()));
+        PeerInfo with = TcpTestSupport.info(0, new byte[] {4, 127, 0, 0, 1, 0, 1});
+        PeerInfo without = TcpTestSupport.info(1, null);
+        assertTrue(t.canConnect(with, with.withRank(1)));
+        assertFalse(t.canConnect(with, without));
+        try (Cluster c = new Cluster(2, loopback())) {
+            InetSocketAddress a = TcpWire.decodeAddress(c.ep[0].address());
+            assertEquals("127.0.0.1", a.getAddress().getHostAddress());
+            assertTrue(a.getPort() > 0);
+            assertEquals(7, c.ep[0].address().length, "family, IPv4, port");
+        }
+    }
+
+    @ParameterizedTest(name = "nsocks={0}")
+    @ValueSource(ints = {1, 4})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void messagesOfEverySizeBothDirectionsAtOnce(int nsocks) throws Exception {
+        try (Cluster c = new Cluster(2, withSockets(nsocks))) {
+            runRanks(2, 50_000, rank -> {
+                int peer = 1 - rank;
+                Connection conn = c.ep[rank].connect(peer);
+                assertEquals(peer, conn.peer());
+                assertEquals(nsocks, ((TcpConnection) conn).sockets());
+                assertTrue(conn.describe().startsWith("TCP 127.0.0.1:"), conn.describe());
+                try (Arena arena = Arena.ofConfined()) {
+                    List<P2pRequest> reqs = new ArrayList<>();
+                    List<MemorySegment> in = new ArrayList<>();
+                    for (int i = 0; i < SIZES.length; i++) {
+                        MemorySegment src = arena.allocate(SIZES[i]);
+                        fill(src, rank * 100 + i);
+                        MemorySegment dst = arena.allocate(SIZES[i]);
+                        in.add(dst);
+                        reqs.add(conn.recv(dst));
+                        reqs.add(conn.send(src));
+                    }
+                    drive(40_000, conn, reqs.toArray(P2pRequest[]::new));
+                    for (int i = 0; i < SIZES.length; i++) {
+                        assertEquals(-1, check(in.get(i), peer * 100 + i), "message " + i + " of " + SIZES[i] + " bytes");
+                    }
+                    for (P2pRequest r : reqs) {
+                        assertEquals(r.size(), r.position);
+                    }
+                }
+                assertSame(conn, c.ep[rank].connect(peer), "connect returns the existing connection");
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void thousandSmallMessagesInOrder() throws Exception {
+        int count = 1000;
+        try (Cluster c = new Cluster(2, withSockets(4))) {
+            runRanks(2, 25_000, rank -> {
+                int peer = 1 - rank;
+                Connection conn = c.ep[rank].connect(peer);
+                try (Arena arena = Arena.ofConfined()) {
+                    List<P2pRequest> reqs = new ArrayList<>();
+                    MemorySegment[] in = new MemorySegment[count];
+                    for (int i = 0; i < count; i++) {
+                        // Sizes vary so that a message landing in the wrong receive fails the size check.
+                        int size = 8 + (i % 13) * 8;
+                        MemorySegment src = arena.allocate(size);
+                        for (int k = 0; k < size; k += 8) {
+                            src.set(ValueLayout.JAVA_LONG_UNALIGNED, k, ((long) rank << 48) | ((long) i << 16) | k);
+                        }
+                        in[i] = arena.allocate(size);
+                        reqs.add(conn.send(src));
+                        reqs.add(conn.recv(in[i]));
+                    }
+                    drive(20_000, conn, reqs.toArray(P2pRequest[]::new));
+                    for (int i = 0; i < count; i++) {
+                        for (int k = 0; k < in[i].byteSize(); k += 8) {
+                            assertEquals(((long) peer << 48) | ((long) i << 16) | k, in[i].get(ValueLayout.JAVA_LONG_UNALIGNED, k),
+                                    "message " + i + " word " + k);
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void socketCountIsCappedAt64() throws Exception {
+        Config cfg = loopback().with("JCCL_SOCKET_NTHREADS", "16").with("JCCL_NSOCKS_PERTHREAD", "16");
+        try (Cluster c = new Cluster(2, cfg)) {
+            runRanks(2, 25_000, rank -> {
+                Connection conn = c.ep[rank].connect(1 - rank);
+                assertEquals(64, ((TcpConnection) conn).sockets());
+                assertTrue(conn.describe().endsWith("(64 sockets)"), conn.describe());
+                try (Arena arena = Arena.ofConfined()) {
+                    List<P2pRequest> reqs = new ArrayList<>();
+                    List<MemorySegment> in = new ArrayList<>();
+                    // 4 MiB + 5 is split into 64 uneven stripes; the small ones rotate over the sockets.
+                    for (long size : new long[] {(4 << 20) + 5, 100, 0, 70_000}) {
+                        MemorySegment src = arena.allocate(size);
+                        fill(src, size + rank);
+                        MemorySegment dst = arena.allocate(size);
+                        in.add(dst);
+                        reqs.add(conn.send(src));
+                        reqs.add(conn.recv(dst));
+                    }
+                    drive(20_000, conn, reqs.toArray(P2pRequest[]::new));
+                    for (MemorySegment dst : in) {
+                        assertEquals(-1, check(dst, dst.byteSize() + 1 - rank), dst.byteSize() + " bytes");
+                    }
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void threeRanksAllPairsInAnyConnectOrder() throws Exception {
+        int n = 3;
+        long size = 300_000; // split over the 2 sockets
+        try (Cluster c = new Cluster(n, withSockets(2))) {
+            runRanks(n, 25_000, rank -> {
+                // Each rank connects to its peers in a different order: no order may deadlock.
+                int[] order = rank == 0 ? new int[] {2, 1} : rank == 1 ? new int[] {0, 2} : new int[] {1, 0};
+                List<Connection> conns = new ArrayList<>();
+                for (int p : order) {
+                    conns.add(c.ep[rank].connect(p));
+                }
+                try (Arena arena = Arena.ofConfined()) {
+                    List<P2pRequest> reqs = new ArrayList<>();
+                    List<MemorySegment> in = new ArrayList<>();
+                    for (Connection conn : conns) {
+                        MemorySegment src = arena.allocate(size);
+                        fill(src, rank * 10 + conn.peer());
+                        MemorySegment dst = arena.allocate(size);
+                        in.add(dst);
+                        reqs.add(conn.send(src));
+                        reqs.add(conn.recv(dst));
+                    }
+                    drive(20_000, conns, reqs);
+                    for (int i = 0; i < conns.size(); i++) {
+                        int p = conns.get(i).peer();
+                        assertEquals(-1, check(in.get(i), p * 10 + rank), "from rank " + p);
+                    }
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void windowedViewsOfLargeStripes() throws Exception {
+        // The 1 GiB window of the >2 GiB path, exercised with a 4000-byte window on a 1 MiB+3 message.
+        long size = (1 << 20) + 3;
+        try (Cluster c = new Cluster(2, withSockets(2))) {
+            runRanks(2, 25_000, rank -> {
+                TcpConnection conn = (TcpConnection) c.ep[rank].connect(1 - rank);
+                conn.maxView = 4000;
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment buf = arena.allocate(size);
+                    if (rank == 0) {
+                        fill(buf, 7);
+                        drive(20_000, conn, conn.send(buf));
+                    } else {
+                        drive(20_000, conn, conn.recv(buf));
+                        assertEquals(-1, check(buf, 7));
+                    }
+                }
+            });
+        }
+    }
+
+    @ParameterizedTest(name = "nsocks={0}")
+    @ValueSource(ints = {1, 4})
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void sizeMismatchNamesPeerAndBothSizes(int nsocks) throws Exception {
+        long sent = nsocks == 1 ? 4096 : 2 << 20;
+        long expected = nsocks == 1 ? 8192 : 1 << 20;
+        try (Cluster c = new Cluster(2, withSockets(nsocks))) {
+            runRanks(2, 25_000, rank -> {
+                Connection conn = c.ep[rank].connect(1 - rank);
+                try (Arena arena = Arena.ofConfined()) {
+                    if (rank == 0) {
+                        P2pRequest s = conn.send(arena.allocate(sent));
+                        // Progress until sent or until rank 1 drops the link after spotting the mismatch.
+                        try {
+                            drive(20_000, conn, s);
+                        } catch (IOException expectedFailure) {
+                            // fine: the receiver closed the connection
+                        }
+                    } else {
+                        P2pRequest r = conn.recv(arena.allocate(expected));
+                        IOException e = assertThrows(IOException.class, () -> drive(20_000, conn, r));
+                        assertEquals("rank 0 (testhost pid 1000) sent " + sent + " bytes where rank 1 expected " + expected
+                                + ": ranks called collectives with different counts/types (or send/recv sizes differ)", e.getMessage());
+                        assertTrue(r.isDone() && r.error() != null, "the pending receive is failed too");
+                        // Later calls report the same failure; new requests fail at once.
+                        assertSame(e, assertThrows(IOException.class, conn::progress));
+                        P2pRequest late = conn.send(arena.allocate(8));
+                        assertTrue(late.isDone() && late.error() == e);
+                    }
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void peerCloseFailsProgressNamingThePeer() throws Exception {
+        try (Cluster c = new Cluster(2, withSockets(2))) {
+            runRanks(2, 25_000, rank -> {
+                Connection conn = c.ep[rank].connect(1 - rank);
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment one = arena.allocate(64);
+                    if (rank == 1) {
+                        drive(10_000, conn, conn.send(one));
+                        conn.close();
+                        conn.close(); // idempotent
+                        P2pRequest late = conn.send(one);
+                        assertTrue(late.isDone() && late.error() != null, "send after close fails at once");
+                        assertTrue(late.error().getMessage().contains("closed by this rank"), late.error().getMessage());
+                    } else {
+                        drive(10_000, conn, conn.recv(one));
+                        P2pRequest r = conn.recv(arena.allocate(100));
+                        IOException e = assertThrows(IOException.class, () -> drive(10_000, conn, r));
+                        assertTrue(e.getMessage().startsWith("TCP connection to rank 1 (testhost pid 1001) closed by the peer"
+                                + " before the next message (100 bytes) arrived"), e.getMessage());
+                        assertTrue(e.getMessage().contains("it exited or crashed"), e.getMessage());
+                    }
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void sendToVanishedPeerFails() throws Exception {
+        try (Cluster c = new Cluster(2, withSockets(1))) {
+            runRanks(2, 25_000, rank -> {
+                Connection conn = c.ep[rank].connect(1 - rank);
+                if (rank == 1) {
+                    c.ep[1].close();
+                    return;
+                }
+                try (Arena arena = Arena.ofConfined()) {
+                    // Far more than the socket buffers can hold: the write side must notice the reset.
+                    MemorySegment big = arena.allocate(64L << 20);
+                    Thread.sleep(200);
+                    IOException e = assertThrows(IOException.class, () -> drive(20_000, conn, conn.send(big)));
+                    assertTrue(e.getMessage().startsWith("TCP connection from rank 0 to rank 1 (testhost pid 1001) failed"),
+                            e.getMessage());
+                }
+            });
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void wrongSecretIsRejectedAndThePairStillWorks() throws Exception {
+        try (Cluster c = new Cluster(2, loopback())) {
+            // An outsider that knows rank 1's address and the communicator id but not the secret, claiming rank 0.
+            TestContext intruder = new TestContext(c.commId, 0, 2, TcpTestSupport.random16(), loopback());
+            intruder.peers.set(1, c.ctx[0].peer(1));
+            try (Endpoint bad = new TcpTransport().open(intruder)) {
+                intruder.peers.set(0, TcpTestSupport.info(0, bad.address()));
+                JcclException e = assertThrows(JcclException.class, () -> bad.connect(1));
+                assertEquals(ErrorCode.AUTHENTICATION, e.code());
+                assertTrue(e.getMessage().contains("rank 1 (testhost pid 1001)"), e.getMessage());
+                assertTrue(e.getMessage().contains("different JCCL_AUTH_TOKEN"), e.getMessage());
+            }
+            exchange(c, 1000);
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void foreignCommunicatorAndImpossibleRankAreDropped() throws Exception {
+        try (Cluster c = new Cluster(3, loopback())) {
+            // Same secret, other communicator id (another communicator of the job): authenticated, then dropped.
+            TestContext other = new TestContext(TcpTestSupport.random16(), 0, 3, c.secret, loopback());
+            // Same communicator, but "rank 2" connecting to rank 1 as if it were lower: dropped.
+            TestContext upside = new TestContext(c.commId, 0, 3, c.secret, loopback());
+            for (TestContext t : List.of(other, upside)) {
+                for (int r = 0; r < 3; r++) {
+                    t.peers.set(r, c.ctx[0].peer(r));
+                }
+            }
+            try (Endpoint e1 = new TcpTransport().open(other); Arena arena = Arena.ofConfined()) {
+                Connection fake = e1.connect(1);
+                // Its handshake passed, but rank 1 hung up: the first receive sees the close.
+                P2pRequest r = fake.recv(arena.allocate(8));
+                assertThrows(IOException.class, () -> drive(10_000, fake, r));
+            }
+            // A lower rank is the initiator: fake "rank 0" hellos are fine, but a hello claiming rank 2 at rank 1 is not.
+            try (SocketChannel ch = SocketChannel.open(TcpWire.decodeAddress(c.ep[1].address()))) {
+                Handshake.connect(ch, c.secret, Handshake.Kind.DATA, TcpWire.hello(c.commId, 2, 0, 1), Duration.ofSeconds(5));
+                assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "rank 1 drops a hello from a higher rank");
+            }
+            exchange(c, 64);
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void garbageSilenceAndImmediateCloseDoNotDisturbTheEndpoint() throws Exception {
+        try (Cluster c = new Cluster(2, loopback())) {
+            InetSocketAddress a = TcpWire.decodeAddress(c.ep[1].address());
+            try (Socket silent = new Socket()) {
+                // A silent client holds its handshake open; it must not delay the real connection.
+                silent.connect(a, 5000);
+                for (int i = 0; i < 3; i++) {
+                    try (Socket s = new Socket()) {
+                        s.connect(a, 5000);
+                        s.getOutputStream().write("GET / HTTP/1.0\r\n\r\n garbage garbage garbage".getBytes());
+                        s.getOutputStream().flush();
+                    }
+                    try (Socket s = new Socket()) {
+                        s.connect(a, 5000); // and close at once
+                    }
+                }
+                long t0 = System.nanoTime();
+                exchange(c, 4096);
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertTrue(ms < 5000, "connect took " + ms + " ms despite the silent client");
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS)
+    void higherRankTimesOutNamingThePeer() throws Exception {
+        try (Cluster c = new Cluster(2, loopback().with("JCCL_CONNECT_TIMEOUT", "1"))) {
+            JcclTimeoutException e = assertThrows(JcclTimeoutException.class, () -> c.ep[1].connect(0));
+            assertTrue(e.getMessage().startsWith("rank 1 waited 1 s (JCCL_CONNECT_TIMEOUT) for rank 0 (testhost pid 1000) to open"
+                    + " its TCP connection to 127.0.0.1:"), e.getMessage());
+            assertTrue(e.getMessage().contains("0 of its sockets arrived"), e.getMessage());
+        }
+    }
+
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS)
+    void waitingConnectStopsWhenTheCommunicatorStops() throws Exception {
+        try (Cluster c = new Cluster(2, loopback())) {
+            Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(300);
+                } catch (InterruptedException ignored) {
+                    return;
+                }
+                c.ctx[1].stopping = true;
+            });
+            long t0 = System.nanoTime();
+            IOException e = assertThrows(IOException.class, () -> c.ep[1].connect(0));
+            assertTrue((System.nanoTime() - t0) < 5_000_000_000L);
+            assertTrue(e.getMessage().contains("closing or was aborted"), e.getMessage());
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void lowerRankRetriesUntilTheTimeoutWhenNobodyListens() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort(); // closed again: connections to it are refused
+        }
+        Config cfg = loopback().with("JCCL_CONNECT_TIMEOUT", "1");
+        TestContext ctx = new TestContext(TcpTestSupport.random16(), 0, 2, TcpTestSupport.random16(), cfg);
+        try (Endpoint ep = new TcpTransport().open(ctx)) {
+            ctx.peers.set(0, TcpTestSupport.info(0, ep.address()));
+            ctx.peers.set(1, TcpTestSupport.info(1, TcpWire.encodeAddress(new InetSocketAddress("127.0.0.1", port))));
+            long t0 = System.nanoTime();
+            JcclTimeoutException e = assertThrows(JcclTimeoutException.class, () -> ep.connect(1));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= 500 && ms < 5000, ms + " ms");
+            assertTrue(e.getMessage().startsWith("rank 0 could not connect to rank 1 (testhost pid 1001) at 127.0.0.1:" + port
+                    + " over TCP within 1 s"), e.getMessage());
+        }
+    }
+
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS)
+    void closedEndpointRefusesAndCloseIsIdempotent() throws Exception {
+        Cluster c = new Cluster(2, loopback());
+        c.close();
+        c.close();
+        IOException e = assertThrows(IOException.class, () -> c.ep[0].connect(1));
+        assertTrue(e.getMessage().contains("endpoint is closed"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> c.ep[0].connect(0));
+        assertThrows(IllegalArgumentException.class, () -> c.ep[0].connect(2));
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void ipv6Loopback() throws Exception {
+        try (ServerSocket probe = new ServerSocket()) {
+            probe.bind(new InetSocketAddress("::1", 0));
+        } catch (IOException e) {
+            Assumptions.abort("this host has no IPv6 loopback (::1): " + e.getMessage());
+        }
+        Config v6 = loopback().with("JCCL_SOCKET_FAMILY", "AF_INET6").with("JCCL_NSOCKS_PERTHREAD", "2");
+        try (Cluster c = new Cluster(2, v6)) {
+            assertEquals(19, c.ep[0].address().length, "family, IPv6, port");
+            assertTrue(c.ep[0].connect(1).describe().startsWith("TCP [::1]:"), c.ep[0].connect(1).describe());
+            exchange(c, (1 << 20) + 3);
+        }
+    }
+
+    /** Rank 0 and rank 1 swap one message of {@code size} bytes and check it. */
+    private static void exchange(Cluster c, long size) throws Exception {
+        runRanks(2, 20_000, rank -> {
+            Connection conn = c.ep[rank].connect(1 - rank);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment src = arena.allocate(size);
+                MemorySegment dst = arena.allocate(size);
+                fill(src, 40 + rank);
+                drive(15_000, conn, conn.send(src), conn.recv(dst));
+                assertEquals(-1, check(dst, 41 - rank));
+            }
+        });
+    }
+}
