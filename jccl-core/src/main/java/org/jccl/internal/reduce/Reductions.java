@@ -24,8 +24,9 @@ import org.jccl.ReduceOp;
  * </ul>
  *
  * <p>Segments may be native or heap and may start at any byte offset; elements are read in native
- * byte order. Each call checks its arguments once, then runs one specialised loop (see
- * {@link Kernels}), so the per-element cost is a load or two, one operation and a store.
+ * byte order. Each call checks its arguments once, then streams the operands through small
+ * per-thread arrays in chunks, where one specialised loop per (type, operator) does the arithmetic
+ * (see {@link Kernels} for why, and for measured speeds).
  *
  * <p>Stateless and thread-safe: concurrent calls are fine as long as they write disjoint memory.
  */
@@ -43,8 +44,8 @@ public final class Reductions {
      * @throws IndexOutOfBoundsException if a segment is shorter than {@code count} elements
      */
     public static void reduce(MemorySegment acc, MemorySegment in, long count, DataType type, ReduceOp op) {
-        // An accumulate is the three-operand form with dst == a: the loops read each element before
-        // writing it, and measuring showed no gain from a separate two-operand copy of every loop.
+        // An accumulate is the three-operand form with dst == a: each chunk of both sources is read
+        // before that chunk of the destination is written.
         reduce(acc, acc, in, count, type, op);
     }
 
@@ -70,88 +71,18 @@ public final class Reductions {
         if (count == 0) {
             return;
         }
-        // One switch per call picks the loop; nothing in the loops depends on type or op.
+        // One switch per call picks the type's driver; it picks the operator's loop once per chunk.
         switch (type) {
-            case INT8 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sum8(dst, a, b, count);
-                    case PROD -> Kernels.prod8(dst, a, b, count);
-                    case MIN -> Kernels.minS8(dst, a, b, count);
-                    case MAX -> Kernels.maxS8(dst, a, b, count);
-                }
-            }
-            case UINT8 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sum8(dst, a, b, count);
-                    case PROD -> Kernels.prod8(dst, a, b, count);
-                    case MIN -> Kernels.minU8(dst, a, b, count);
-                    case MAX -> Kernels.maxU8(dst, a, b, count);
-                }
-            }
-            case INT32 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sum32(dst, a, b, count);
-                    case PROD -> Kernels.prod32(dst, a, b, count);
-                    case MIN -> Kernels.minS32(dst, a, b, count);
-                    case MAX -> Kernels.maxS32(dst, a, b, count);
-                }
-            }
-            case UINT32 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sum32(dst, a, b, count);
-                    case PROD -> Kernels.prod32(dst, a, b, count);
-                    case MIN -> Kernels.minU32(dst, a, b, count);
-                    case MAX -> Kernels.maxU32(dst, a, b, count);
-                }
-            }
-            case INT64 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sum64(dst, a, b, count);
-                    case PROD -> Kernels.prod64(dst, a, b, count);
-                    case MIN -> Kernels.minS64(dst, a, b, count);
-                    case MAX -> Kernels.maxS64(dst, a, b, count);
-                }
-            }
-            case UINT64 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sum64(dst, a, b, count);
-                    case PROD -> Kernels.prod64(dst, a, b, count);
-                    case MIN -> Kernels.minU64(dst, a, b, count);
-                    case MAX -> Kernels.maxU64(dst, a, b, count);
-                }
-            }
-            case FLOAT16 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sumF16(dst, a, b, count);
-                    case PROD -> Kernels.prodF16(dst, a, b, count);
-                    case MIN -> Kernels.minF16(dst, a, b, count);
-                    case MAX -> Kernels.maxF16(dst, a, b, count);
-                }
-            }
-            case BFLOAT16 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sumBf16(dst, a, b, count);
-                    case PROD -> Kernels.prodBf16(dst, a, b, count);
-                    case MIN -> Kernels.minBf16(dst, a, b, count);
-                    case MAX -> Kernels.maxBf16(dst, a, b, count);
-                }
-            }
-            case FLOAT32 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sumF32(dst, a, b, count);
-                    case PROD -> Kernels.prodF32(dst, a, b, count);
-                    case MIN -> Kernels.minF32(dst, a, b, count);
-                    case MAX -> Kernels.maxF32(dst, a, b, count);
-                }
-            }
-            case FLOAT64 -> {
-                switch (op) {
-                    case SUM, AVG -> Kernels.sumF64(dst, a, b, count);
-                    case PROD -> Kernels.prodF64(dst, a, b, count);
-                    case MIN -> Kernels.minF64(dst, a, b, count);
-                    case MAX -> Kernels.maxF64(dst, a, b, count);
-                }
-            }
+            case INT8 -> Kernels.reduceInt8(dst, a, b, count, op);
+            case UINT8 -> Kernels.reduceUint8(dst, a, b, count, op);
+            case INT32 -> Kernels.reduceInt32(dst, a, b, count, op);
+            case UINT32 -> Kernels.reduceUint32(dst, a, b, count, op);
+            case INT64 -> Kernels.reduceInt64(dst, a, b, count, op);
+            case UINT64 -> Kernels.reduceUint64(dst, a, b, count, op);
+            case FLOAT16 -> Kernels.reduceFloat16(dst, a, b, count, op);
+            case BFLOAT16 -> Kernels.reduceBfloat16(dst, a, b, count, op);
+            case FLOAT32 -> Kernels.reduceFloat32(dst, a, b, count, op);
+            case FLOAT64 -> Kernels.reduceFloat64(dst, a, b, count, op);
         }
     }
 
@@ -181,16 +112,16 @@ public final class Reductions {
             return; // dividing by one changes no bit pattern of any type, NaN payloads included
         }
         switch (type) {
-            case INT8 -> Kernels.avgS8(data, count, n);
-            case UINT8 -> Kernels.avgU8(data, count, n);
-            case INT32 -> Kernels.avgS32(data, count, n);
-            case UINT32 -> Kernels.avgU32(data, count, n);
-            case INT64 -> Kernels.avgS64(data, count, n);
-            case UINT64 -> Kernels.avgU64(data, count, n);
-            case FLOAT16 -> Kernels.avgF16(data, count, n);
-            case BFLOAT16 -> Kernels.avgBf16(data, count, n);
-            case FLOAT32 -> Kernels.avgF32(data, count, n);
-            case FLOAT64 -> Kernels.avgF64(data, count, n);
+            case INT8 -> Kernels.averageInt8(data, count, n);
+            case UINT8 -> Kernels.averageUint8(data, count, n);
+            case INT32 -> Kernels.averageInt32(data, count, n);
+            case UINT32 -> Kernels.averageUint32(data, count, n);
+            case INT64 -> Kernels.averageInt64(data, count, n);
+            case UINT64 -> Kernels.averageUint64(data, count, n);
+            case FLOAT16 -> Kernels.averageFloat16(data, count, n);
+            case BFLOAT16 -> Kernels.averageBfloat16(data, count, n);
+            case FLOAT32 -> Kernels.averageFloat32(data, count, n);
+            case FLOAT64 -> Kernels.averageFloat64(data, count, n);
         }
     }
 

@@ -13,15 +13,15 @@ import org.jccl.ReduceOp;
  * (three buffer lengths per call).
  *
  * <p>Run: {@code java -cp jccl-core/target/classes:jccl-core/target/test-classes
- * org.jccl.internal.reduce.ReductionsSpeed [type:op ...] [--pollute]}. Without arguments it runs
- * float32, float64 and int32 SUM. {@code --pollute} first runs the loops on heap segments of
- * several array kinds and on unaligned slices, as a real process would, to show the native
- * numbers with a mixed type profile.
+ * org.jccl.internal.reduce.ReductionsSpeed [type:op | copy ...] [--pollute]}. Without arguments it
+ * runs float32, float64 and int32 SUM; {@code copy} times a bulk segment copy for comparison.
+ * {@code --pollute} first runs the loops on heap segments of several array kinds and on unaligned
+ * slices, as a real process would, to show the native numbers with a mixed type profile.
  */
 public final class ReductionsSpeed {
 
     private static final long BYTES = 4L << 20;
-    private static final long MEASURE_NANOS = 2_000_000_000L;
+    private static final long MEASURE_NANOS = Long.getLong("measureMs", 2000) * 1_000_000L;
 
     private ReductionsSpeed() {
     }
@@ -50,6 +50,10 @@ public final class ReductionsSpeed {
                 pollute(arena);
             }
             for (String c : cases) {
+                if (c.equals("copy")) {
+                    copy(acc, in);
+                    continue;
+                }
                 String[] p = c.split(":");
                 DataType type = DataType.parse(p[0]);
                 ReduceOp op = ReduceOp.parse(p.length > 1 ? p[1] : "sum");
@@ -77,6 +81,25 @@ public final class ReductionsSpeed {
         double gbps = 3.0 * BYTES * calls / seconds / 1e9;
         System.out.printf(Locale.ROOT, "%-9s %-5s 4 MiB: %6.2f GB/s (%d calls, %.1f us/call)%n",
                 type.ncclName(), op.ncclName(), gbps, calls, seconds * 1e6 / calls);
+    }
+
+    /** The yardstick: a bulk copy of the same size, counted as bytes read plus written. */
+    private static void copy(MemorySegment dst, MemorySegment src) {
+        long warmEnd = System.nanoTime() + 500_000_000L;
+        while (System.nanoTime() < warmEnd) {
+            MemorySegment.copy(src, 0, dst, 0, BYTES);
+        }
+        long calls = 0;
+        long start = System.nanoTime();
+        long now;
+        do {
+            MemorySegment.copy(src, 0, dst, 0, BYTES);
+            calls++;
+            now = System.nanoTime();
+        } while (now - start < MEASURE_NANOS);
+        double seconds = (now - start) / 1e9;
+        System.out.printf(Locale.ROOT, "%-15s 4 MiB: %6.2f GB/s (%.1f us/call)%n", "memcpy",
+                2.0 * BYTES * calls / seconds / 1e9, seconds * 1e6 / calls);
     }
 
     private static void pollute(Arena arena) {

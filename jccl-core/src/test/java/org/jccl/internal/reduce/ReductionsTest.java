@@ -30,7 +30,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class ReductionsTest {
 
-    private static final long[] COUNTS = {0, 1, 7, 1003};
+    private static final long[] COUNTS = {0, 1, 2, 7, 1003, 4099};
     private static final int[] OFFSETS = {0, 1, 3};
     private static final int GUARD_BYTES = 16;
     private static final byte GUARD = (byte) 0x5A;
