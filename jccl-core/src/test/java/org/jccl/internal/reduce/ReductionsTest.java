@@ -11,6 +11,9 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
@@ -354,6 +357,53 @@ class ReductionsTest {
         for (int i = 0; i < 200_000; i++) {
             float f = Float.intBitsToFloat(rnd.nextInt());
             assertRoundsLike(DataType.BFLOAT16, f, Reductions.floatToBf16(f));
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void concurrentCallsKeepTheirOwnScratch() throws Exception {
+        // The kernels stage chunks through per-thread arrays; threads reducing at once, on types
+        // that share a scratch width, must never see each other's data.
+        DataType[] types = {DataType.FLOAT32, DataType.INT32, DataType.FLOAT16, DataType.BFLOAT16};
+        int threads = types.length;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                DataType type = types[t];
+                int seed = t;
+                done.add(pool.submit(() -> {
+                    Random rnd = new Random(seed);
+                    int count = 5000;
+                    long[] a = new long[count];
+                    long[] b = new long[count];
+                    long[] expected = new long[count];
+                    for (int i = 0; i < count; i++) {
+                        a[i] = randomValue(type, rnd);
+                        b[i] = randomValue(type, rnd);
+                        expected[i] = ReferenceArithmetic.apply(type, ReduceOp.SUM, a[i], b[i]);
+                    }
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment sa = place(arena, Mem.NATIVE, type, count, 1);
+                        MemorySegment sb = place(arena, Mem.HEAP_BYTES, type, count, 3);
+                        MemorySegment sd = place(arena, Mem.NATIVE, type, count, 0);
+                        store(sa, type, a);
+                        store(sb, type, b);
+                        for (int rep = 0; rep < 300; rep++) {
+                            sd.fill((byte) rep);
+                            Reductions.reduce(sd, sa, sb, count, type, ReduceOp.SUM);
+                            assertResult(type + " thread " + seed + " rep " + rep, type, a, b, expected, sd);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
         }
     }
 
