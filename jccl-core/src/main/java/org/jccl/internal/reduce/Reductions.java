@@ -28,7 +28,8 @@ import org.jccl.ReduceOp;
  * per-thread arrays in chunks, where one specialised loop per (type, operator) does the arithmetic
  * (see {@link Kernels} for why, and for measured speeds).
  *
- * <p>Stateless and thread-safe: concurrent calls are fine as long as they write disjoint memory.
+ * <p>Thread-safe: concurrent calls are fine as long as they write disjoint memory (the staging
+ * arrays are per thread).
  */
 public final class Reductions {
 
@@ -109,7 +110,7 @@ public final class Reductions {
         long bytes = checkCount(count, type);
         checkWritable(data, bytes, "data", count, type);
         if (count == 0 || n == 1) {
-            return; // dividing by one changes no bit pattern of any type, NaN payloads included
+            return; // dividing by one is the identity; skipping it also leaves NaN payloads as they are
         }
         switch (type) {
             case INT8 -> Kernels.averageInt8(data, count, n);

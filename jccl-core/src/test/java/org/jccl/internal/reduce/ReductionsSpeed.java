@@ -10,7 +10,8 @@ import org.jccl.ReduceOp;
  * Rough throughput check of the reduction loops: not a JUnit test and not a benchmark of record
  * (that belongs in JMH with forks). Times {@code reduce(acc, in)} over 4 MiB native segments for
  * about two seconds per case after warm-up and prints GB/s counted as bytes read plus written
- * (three buffer lengths per call).
+ * (three buffer lengths per call). {@code -Dbytes=N} changes the buffer size, {@code -DmeasureMs=N}
+ * the measuring time.
  *
  * <p>Run: {@code java -cp jccl-core/target/classes:jccl-core/target/test-classes
  * org.jccl.internal.reduce.ReductionsSpeed [type:op | copy ...] [--pollute]}. Without arguments it
@@ -20,7 +21,7 @@ import org.jccl.ReduceOp;
  */
 public final class ReductionsSpeed {
 
-    private static final long BYTES = 4L << 20;
+    private static final long BYTES = Long.getLong("bytes", 4L << 20);
     private static final long MEASURE_NANOS = Long.getLong("measureMs", 2000) * 1_000_000L;
 
     private ReductionsSpeed() {
@@ -79,8 +80,8 @@ public final class ReductionsSpeed {
         } while (now - start < MEASURE_NANOS);
         double seconds = (now - start) / 1e9;
         double gbps = 3.0 * BYTES * calls / seconds / 1e9;
-        System.out.printf(Locale.ROOT, "%-9s %-5s 4 MiB: %6.2f GB/s (%d calls, %.1f us/call)%n",
-                type.ncclName(), op.ncclName(), gbps, calls, seconds * 1e6 / calls);
+        System.out.printf(Locale.ROOT, "%-9s %-5s %d B: %6.2f GB/s (%d calls, %.3f us/call)%n",
+                type.ncclName(), op.ncclName(), BYTES, gbps, calls, seconds * 1e6 / calls);
     }
 
     /** The yardstick: a bulk copy of the same size, counted as bytes read plus written. */
@@ -98,7 +99,7 @@ public final class ReductionsSpeed {
             now = System.nanoTime();
         } while (now - start < MEASURE_NANOS);
         double seconds = (now - start) / 1e9;
-        System.out.printf(Locale.ROOT, "%-15s 4 MiB: %6.2f GB/s (%.1f us/call)%n", "memcpy",
+        System.out.printf(Locale.ROOT, "%-15s %d B: %6.2f GB/s (%.3f us/call)%n", "memcpy", BYTES,
                 2.0 * BYTES * calls / seconds / 1e9, seconds * 1e6 / calls);
     }
 
