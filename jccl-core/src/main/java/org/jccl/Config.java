@@ -27,6 +27,8 @@ public final class Config {
     private final Map<String, String> values;
     private final Map<String, Source> sources;
     private final Launch launch;
+    /** A launcher convention that is present but broken; thrown by {@link #launch()}, not at construction. */
+    private final ConfigException launchError;
 
     /**
      * The job identity found in the environment.
@@ -44,15 +46,16 @@ public final class Config {
         }
     }
 
-    private Config(Map<String, String> values, Map<String, Source> sources, Launch launch) {
+    private Config(Map<String, String> values, Map<String, Source> sources, Launch launch, ConfigException launchError) {
         this.values = values;
         this.sources = sources;
         this.launch = launch;
+        this.launchError = launchError;
     }
 
     /** Defaults only; no job identity. */
     public static Config defaults() {
-        return new Config(Map.of(), Map.of(), null);
+        return new Config(Map.of(), Map.of(), null, null);
     }
 
     /** Settings and job identity from this process's environment. */
@@ -80,8 +83,16 @@ public final class Config {
                 s.put(setting.name(), Source.ENVIRONMENT);
             }
         }
-        Launch launch = LaunchEnvironment.detect(env).orElse(null);
-        return new Config(Collections.unmodifiableMap(v), Collections.unmodifiableMap(s), launch);
+        // A half-present convention (e.g. SLURM_* inside an sbatch shell without srun) must not break
+        // single-process uses (initLocal, jccl doctor): keep the error for whoever asks for the identity.
+        Launch launch = null;
+        ConfigException error = null;
+        try {
+            launch = LaunchEnvironment.detect(env).orElse(null);
+        } catch (ConfigException e) {
+            error = e;
+        }
+        return new Config(Collections.unmodifiableMap(v), Collections.unmodifiableMap(s), launch, error);
     }
 
     /**
@@ -99,7 +110,7 @@ public final class Config {
         Map<String, Source> s = new LinkedHashMap<>(sources);
         v.put(setting.name(), value);
         s.put(setting.name(), Source.CODE);
-        return new Config(Collections.unmodifiableMap(v), Collections.unmodifiableMap(s), launch);
+        return new Config(Collections.unmodifiableMap(v), Collections.unmodifiableMap(s), launch, launchError);
     }
 
     /** The value set for {@code name} (jccl name), or null when it is left at its default. */
@@ -117,8 +128,15 @@ public final class Config {
         return values;
     }
 
-    /** The job identity found by {@link #fromEnvironment()}, if any. */
+    /**
+     * The job identity found by {@link #fromEnvironment()}, if any.
+     *
+     * @throws ConfigException when a launcher convention is present but incomplete or invalid
+     */
     public Optional<Launch> launch() {
+        if (launchError != null) {
+            throw launchError;
+        }
         return Optional.ofNullable(launch);
     }
 

@@ -386,16 +386,23 @@ public final class Collectives {
                                  int esz) {
         int n = ctx.size();
         int rank = ctx.rank();
-        MemorySegment.copy(s, sd[rank] * esz, r, rd[rank] * esz, sc[rank] * esz);
+        if (sc[rank] > 0) {
+            MemorySegment.copy(s, sd[rank] * esz, r, rd[rank] * esz, sc[rank] * esz);
+        }
         for (int i = 1; i < n; i++) {
             int to = mod(rank + i, n);
             int from = mod(rank - i, n);
             // Empty blocks still travel (as empty messages) so that mismatched counts are detected, not waited on.
-            P2pRequest rq = ctx.recv(from, r.asSlice(rd[from] * esz, rc[from] * esz));
-            P2pRequest sq = ctx.send(to, s.asSlice(sd[to] * esz, sc[to] * esz));
+            P2pRequest rq = ctx.recv(from, block(r, rd[from], rc[from], esz));
+            P2pRequest sq = ctx.send(to, block(s, sd[to], sc[to], esz));
             ctx.await(rq);
             ctx.await(sq);
         }
+    }
+
+    /** Elements [displ, displ + count) of seg; an empty block may lie anywhere (even past the end). */
+    private static MemorySegment block(MemorySegment seg, long displ, long count, int esz) {
+        return count == 0 ? MemorySegment.NULL : seg.asSlice(displ * esz, count * esz);
     }
 
     // ------------------------------------------------------------------------------------ gather / scatter / barrier

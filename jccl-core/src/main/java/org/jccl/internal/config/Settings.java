@@ -23,6 +23,8 @@ public final class Settings {
             "number of ranks in the job");
     public static final Setting LOCAL_RANK = Setting.define("JCCL_LOCAL_RANK", null, INT, null, 0, Integer.MAX_VALUE,
             "rank among the processes of this host");
+    public static final Setting LOCAL_SIZE = Setting.define("JCCL_LOCAL_SIZE", null, INT, null, 1, Integer.MAX_VALUE,
+            "number of ranks on this host (set by jccl run)");
     public static final Setting AUTH_TOKEN = Setting.define("JCCL_AUTH_TOKEN", null, STRING, null, 0, 0,
             "shared secret of the job, 32 hex digits (jccl run makes a fresh one)");
 

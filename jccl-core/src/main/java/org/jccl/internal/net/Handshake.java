@@ -200,6 +200,10 @@ public final class Handshake {
 
     private static String remote(SocketChannel ch) {
         try {
+            if (ch.getRemoteAddress() instanceof java.net.InetSocketAddress a && a.getAddress() != null) {
+                String h = a.getAddress().getHostAddress();
+                return (h.indexOf(':') >= 0 ? "[" + h + "]" : h) + ":" + a.getPort();
+            }
             return String.valueOf(ch.getRemoteAddress());
         } catch (IOException e) {
             return "?";

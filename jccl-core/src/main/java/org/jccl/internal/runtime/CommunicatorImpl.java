@@ -324,7 +324,8 @@ public final class CommunicatorImpl implements Communicator {
         }
         Staging st = staging();
         MemorySegment s = st.input(c, "send", send, t.bytes(sendExtent));
-        MemorySegment r = st.output(c, "recv", recv, t.bytes(recvExtent), false);
+        // Copied in too: the gaps between blocks are copied back and must keep the caller's values.
+        MemorySegment r = st.output(c, "recv", recv, t.bytes(recvExtent), true);
         long[] sc = sendCounts.clone();
         long[] sd = sendDispls.clone();
         long[] rc = recvCounts.clone();
@@ -727,7 +728,10 @@ public final class CommunicatorImpl implements Communicator {
         return op.work;
     }
 
-    /** Runs a blocking public method: its submission may run inline; then waits for it. */
+    /**
+     * Runs a blocking public method: its submission may run inline; then waits for it. Inside a
+     * group the call is only recorded and returns at once (as in NCCL): the group's close() waits.
+     */
     private void blocking(Supplier<Work> call) {
         Work w;
         blockingCall.set(Boolean.TRUE);
@@ -736,7 +740,9 @@ public final class CommunicatorImpl implements Communicator {
         } finally {
             blockingCall.remove();
         }
-        w.join();
+        if (openGroup.get() == null) {
+            w.join();
+        }
     }
 
     // ------------------------------------------------------------------------------------------ blocking forms

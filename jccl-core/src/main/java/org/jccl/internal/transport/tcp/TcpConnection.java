@@ -68,6 +68,16 @@ final class TcpConnection implements Connection {
         return description;
     }
 
+    /** The sockets: the runtime blocks in a selector over them while it has nothing to do. */
+    @Override
+    public java.nio.channels.SelectableChannel[] channels() {
+        java.nio.channels.SelectableChannel[] chans = new java.nio.channels.SelectableChannel[nsocks];
+        for (int i = 0; i < nsocks; i++) {
+            chans[i] = lanes[i].ch;
+        }
+        return chans;
+    }
+
     /** Number of sockets this connection stripes over. */
     int sockets() {
         return nsocks;

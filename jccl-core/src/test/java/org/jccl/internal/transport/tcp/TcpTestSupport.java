@@ -90,6 +90,11 @@ final class TcpTestSupport {
         public boolean isStopping() {
             return stopping;
         }
+
+        @Override
+        public void wakeup() {
+            // TCP wakes the runtime through its sockets; nothing to do in these transport-level tests
+        }
     }
 
     static PeerInfo info(int rank, byte[] tcpAddress) {
