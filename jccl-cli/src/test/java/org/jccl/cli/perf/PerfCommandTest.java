@@ -163,6 +163,30 @@ class PerfCommandTest {
         assertTrue(e.err().contains("jccl perf -np N all_reduce --minbytes 8"), e.err());
     }
 
+    /** -np starts real rank processes through the local launcher; rank 0's report arrives without the launcher's prefix. */
+    @Test
+    @Timeout(120)
+    void npStartsRankProcesses() throws Exception {
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream saved = System.out;
+        int code;
+        System.setOut(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            code = exec("perf", "-np", "2", "sendrecv", "-b", "1K", "-e", "4K", "-f", "4", "-n", "3").code();
+        } finally {
+            System.setOut(saved);
+        }
+        String out = captured.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(0, code, out);
+        List<String> lines = out.lines().toList();
+        assertEquals("# Collective test starting: sendrecv_perf", lines.get(1), out);
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("#  Rank  1 Group  0 Pid ")), out);
+        List<String> rows = lines.stream().filter(l -> !l.startsWith("#") && !l.isBlank()).toList();
+        assertEquals(2, rows.size(), out);
+        assertTrue(rows.getFirst().startsWith("        1024           256     float     sum      -1 "), rows.getFirst());
+        assertTrue(out.contains("# Out of bounds values : 0 OK"), out);
+    }
+
     @Test
     void help() {
         Exec e = exec("perf", "--help");
