@@ -137,7 +137,7 @@ public final class PerfCommand implements Callable<Integer> {
         try (Communicator comm = Jccl.init(config)) {
             return PerfRunner.run(comm, options, out, err, System.getenv());
         } catch (RuntimeException e) {
-            err.println("jccl perf: rank " + rank + ": " + e.getMessage());
+            err.println("jccl perf: rank " + rank + ": " + (e.getMessage() != null ? e.getMessage() : e.toString()));
             err.flush();
             return PerfRunner.FAILED;
         }
