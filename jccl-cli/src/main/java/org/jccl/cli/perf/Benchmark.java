@@ -104,9 +104,21 @@ final class Benchmark implements AutoCloseable {
         }
     }
 
+    /** Whether the one-off JIT warm-up (--jit-warmup) already ran in this process. */
+    private boolean jitWarmed;
+
     /** nccl-tests' TimeTest: warm-up, then one row per size. */
     void timeTest(DataType t, ReduceOp op, int root, Consumer<ResultRow> rows) {
         comm.barrier();
+        if (!jitWarmed && o.jitWarmup() > 0) {
+            // Every rank runs the same fixed number of operations, so no agreement is needed to stop.
+            jitWarmed = true;
+            Collective.Counts counts = o.collective().counts(o.minBytes(), t.size(), nranks);
+            for (int i = 0; i < o.jitWarmup(); i++) {
+                start(counts, t, op, root, (i & 1) == 1, i).join();
+            }
+            comm.barrier();
+        }
         if (o.warmupIters() > 0) {
             for (long size : SizeSweep.warmupSizes(o.minBytes(), o.maxBytes())) {
                 Collective.Counts counts = o.collective().counts(size, t.size(), nranks);

@@ -71,6 +71,11 @@ public final class PerfCommand implements Callable<Integer> {
             description = "warm-up operations per size, before the sweep (default: ${DEFAULT-VALUE})")
     int warmupIters;
 
+    @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "2000",
+            description = "untimed operations at the smallest size before the first row, so the JVM's JIT compiler has"
+                    + " compiled the hot paths; 0 disables (default: ${DEFAULT-VALUE})")
+    int jitWarmup;
+
     @Option(names = {"-c", "--check"}, paramLabel = "N", defaultValue = "1",
             description = "check runs per measurement; 0 turns checking off (default: ${DEFAULT-VALUE})")
     int check;
@@ -164,7 +169,7 @@ public final class PerfCommand implements Callable<Integer> {
             }
             return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
                     PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,
-                    rankArgs(spec.commandLine().getParseResult()));
+                    rankArgs(spec.commandLine().getParseResult()), jitWarmup);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
         }
