@@ -45,24 +45,29 @@ public final class Collectives {
 
     public static void allReduce(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         long bytes = t.bytes(count);
-        if (s.address() != r.address() || s.isNative() != r.isNative()) {
-            MemorySegment.copy(s, 0, r, 0, bytes);
-        }
         int n = ctx.size();
-        if (n == 1 || count == 0) {
-            return;
-        }
-        Algo algo = bytes <= ctx.rdThreshold() || count < n
+        Algo algo = n == 1 || count == 0 || bytes <= ctx.rdThreshold() || count < n
                 ? ctx.algorithms().choose(Coll.ALLREDUCE, Algo.RD, Algo.RING)
                 : ctx.algorithms().choose(Coll.ALLREDUCE, Algo.RING, Algo.RD);
-        if (algo == Algo.RD) {
-            recursiveDoublingAllReduce(ctx, r, count, t, op);
-        } else {
+        if (algo == Algo.RING && n > 1 && count > 0) {
+            // No initial copy: the ring reads the caller's send buffer and writes reductions into recv.
             Chunks ch = Chunks.balanced(count, n, ctx.chunkBytes() / t.size());
             List<P2pRequest> gatherSends = new ArrayList<>();
-            ringReduceScatter(ctx, r, ch, t, op, 0, gatherSends);
+            ringReduceScatter(ctx, s, r, ch, t, op, 0, gatherSends);
             ringAllGather(ctx, r, ch, t.size(), mod(ctx.rank() + 1, n), gatherSends);
+            return;
         }
+        if (!same(s, r)) {
+            MemorySegment.copy(s, 0, r, 0, bytes);
+        }
+        if (n > 1 && count > 0) {
+            recursiveDoublingAllReduce(ctx, r, count, t, op);
+        }
+    }
+
+    /** Whether two staged segments are the same memory (staging makes them native). */
+    private static boolean same(MemorySegment a, MemorySegment b) {
+        return a.address() == b.address() && a.isNative() == b.isNative();
     }
 
     /**
@@ -113,16 +118,18 @@ public final class Collectives {
     }
 
     /**
-     * Ring reduce-scatter in place over {@code w}: at step s this rank sends chunk (rank - s + shift)
-     * and reduces the chunk received from its left neighbour into its own copy; after n-1 steps
-     * chunk (rank + 1 + shift) holds the full reduction (shift -1 makes that chunk {@code rank}).
+     * Ring reduce-scatter from {@code src} into {@code w} (which may be the same memory): at step s
+     * this rank sends chunk (rank - s + shift) and writes (its own src chunk op the chunk received
+     * from its left neighbour) into w; after n-1 steps chunk (rank + 1 + shift) of w holds the full
+     * reduction (shift -1 makes that chunk {@code rank}). Step 0 sends straight from src, and every
+     * chunk of w this rank reduces is written once, so out of place needs no initial copy.
      * When {@code gatherSends} is not null, each finished slice is also sent on at once as the first
      * step of the ring all-gather, and those sends are added to it (the all-gather awaits them:
      * waiting here could deadlock the ring, since the neighbour takes them only after its own
      * reduce-scatter).
      */
-    static void ringReduceScatter(OpContext ctx, MemorySegment w, Chunks ch, DataType t, ReduceOp op, int shift,
-                                  List<P2pRequest> gatherSends) {
+    static void ringReduceScatter(OpContext ctx, MemorySegment src, MemorySegment w, Chunks ch, DataType t, ReduceOp op,
+                                  int shift, List<P2pRequest> gatherSends) {
         int n = ctx.size();
         int rank = ctx.rank();
         int next = mod(rank + 1, n);
@@ -134,7 +141,7 @@ public final class Collectives {
         List<P2pRequest> sends = new ArrayList<>();
         int first = mod(rank + shift, n);
         for (int k = 0; k < ch.slices(first); k++) {
-            sends.add(ctx.send(next, slice(w, ch, first, k, esz)));
+            sends.add(ctx.send(next, slice(src, ch, first, k, esz)));
         }
         for (int s = 0; s < n - 1; s++) {
             int c = mod(rank - s - 1 + shift, n);
@@ -149,7 +156,7 @@ public final class Collectives {
                 ctx.await(rq[k]);
                 long len = ch.sliceLength(c, k);
                 MemorySegment dst = slice(w, ch, c, k, esz);
-                Reductions.reduce(dst, tmp.asSlice((k % window) * sliceBytes, len * esz), len, t, op);
+                Reductions.reduce(dst, slice(src, ch, c, k, esz), tmp.asSlice((k % window) * sliceBytes, len * esz), len, t, op);
                 if (posted < ns) {
                     rq[posted] = ctx.recv(prev, tmp.asSlice((posted % window) * sliceBytes, ch.sliceLength(c, posted) * esz));
                     posted++;
@@ -232,11 +239,10 @@ public final class Collectives {
             }
             return;
         }
-        // Reduce in a scratch copy so the caller's send buffer is left as it was.
+        // Partial reductions go to scratch, so the caller's send buffer is left as it was.
         MemorySegment w = ctx.scratch(1, bytes * n);
-        MemorySegment.copy(s, 0, w, 0, bytes * n);
         Chunks ch = Chunks.equal(count, n, ctx.chunkBytes() / t.size());
-        ringReduceScatter(ctx, w, ch, t, op, -1, null);
+        ringReduceScatter(ctx, s, w, ch, t, op, -1, null);
         MemorySegment.copy(w, bytes * rank, r, 0, bytes);
     }
 
