@@ -52,6 +52,10 @@ public final class Settings {
                     + " names: ring, rd (recursive doubling), tree, pairwise, direct");
     public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, "64K", 0, 1L << 40,
             "all-reduce messages up to this size use recursive doubling (latency-bound), larger ones the pipelined ring");
+    public static final Setting IDLE_SPIN_US = Setting.define("JCCL_IDLE_SPIN_US", null, INT, "200", 0, 100_000_000,
+            "while waiting for a peer: microseconds of busy polling before yielding the CPU");
+    public static final Setting IDLE_YIELD_US = Setting.define("JCCL_IDLE_YIELD_US", null, INT, "2000", 0, 100_000_000,
+            "while waiting for a peer: microseconds of polling with Thread.yield() before blocking in the selector (no CPU)");
     public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
             "pipelining chunk of ring algorithms, in bytes");
 

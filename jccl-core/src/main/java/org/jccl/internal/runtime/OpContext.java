@@ -12,6 +12,7 @@ import java.nio.channels.Selector;
 import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.PeerFailedException;
+import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
@@ -28,8 +29,6 @@ import org.jccl.spi.PeerInfo;
  * for a straggler uses no CPU.
  */
 public final class OpContext {
-    private static final int SPINS = 64;
-    private static final int YIELDS = 192;
     /** Longest blind block; a safety net only, since sockets and wake() end the block early. */
     private static final long MAX_BLOCK_MILLIS = 50;
 
@@ -43,8 +42,16 @@ public final class OpContext {
     /** Set while the operation thread is (about to be) blocked in the selector; see {@link #wake()}. */
     private volatile boolean sleeping;
 
+    /** Busy polling, then yielding, before blocking, in ns ({@code JCCL_IDLE_SPIN_US}, {@code JCCL_IDLE_YIELD_US}). */
+    private final long spinNanos;
+    private final long yieldNanos;
+    /** When the current wait started to find nothing to do (valid while idle > 0). */
+    private long idleSince;
+
     OpContext(CommunicatorImpl comm) {
         this.comm = comm;
+        this.spinNanos = Settings.IDLE_SPIN_US.getLong(comm.config()) * 1000;
+        this.yieldNanos = Settings.IDLE_YIELD_US.getLong(comm.config()) * 1000;
         this.connections = new Connection[comm.size()];
     }
 
@@ -146,13 +153,19 @@ public final class OpContext {
             return 0;
         }
         comm.checkNotAborted(current);
-        idle++;
-        if (idle < SPINS) {
+        // Phases are timed, not counted: one poll of a TCP connection is a system call, so a count
+        // would mean very different waits for different transports and peer counts.
+        long now = System.nanoTime();
+        if (idle++ == 0) {
+            idleSince = now;
+        }
+        long waited = now - idleSince;
+        if (waited < spinNanos) {
             Thread.onSpinWait();
-        } else if (idle < SPINS + YIELDS) {
+        } else if (waited < spinNanos + yieldNanos) {
             Thread.yield();
         } else {
-            block(idle - SPINS - YIELDS);
+            block((int) Math.min(1000, (waited - spinNanos - yieldNanos) / 1_000_000));
         }
         return idle;
     }
@@ -168,7 +181,7 @@ public final class OpContext {
             if (progress() > 0) {
                 return;
             }
-            long millis = Math.min(MAX_BLOCK_MILLIS, 1L + rounds);
+            long millis = Math.min(MAX_BLOCK_MILLIS, 1L + rounds);  // rounds: ms already spent blocked
             selector().select(millis);
             selector.selectedKeys().clear();
         } catch (IOException e) {
