@@ -8,9 +8,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -19,7 +17,6 @@ import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.api.ApiSupport.Net;
-import org.jccl.testing.Ranks;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.TestInstance;
@@ -53,7 +50,7 @@ class ApiBadInputTest {
     static final int R = 2;
     static final Duration STEP = Duration.ofSeconds(10);
 
-    private final Map<Net, List<Communicator>> comms = new EnumMap<>(Net.class);
+    private final ApiSupport.Shared comms = new ApiSupport.Shared(N);
 
     /** One bad call. */
     @FunctionalInterface
@@ -355,10 +352,6 @@ class ApiBadInputTest {
         return casesTagged(OVERFLOW);
     }
 
-    private synchronized List<Communicator> comms(Net net) {
-        return comms.computeIfAbsent(net, k -> k.init(N));
-    }
-
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("cases")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -408,29 +401,19 @@ class ApiBadInputTest {
     }
 
     private void check(Net net, Case k) {
-        List<Communicator> cs = comms(net);
         int salt = k.name().hashCode() & 0xFFFF;
-        try {
-            Ranks.run(cs, STEP, comm -> {
-                if (comm.rank() == k.badRank()) {
-                    try (Mem m = new Mem()) {
-                        assertThrowsNaming(k.type(), () -> k.call().invoke(comm, m), k.fragments());
-                    }
+        comms.run(net, STEP, comm -> {
+            if (comm.rank() == k.badRank()) {
+                try (Mem m = new Mem()) {
+                    assertThrowsNaming(k.type(), () -> k.call().invoke(comm, m), k.fragments());
                 }
-                probeAllReduce(comm, salt);
-            });
-        } catch (Throwable t) {
-            // A broken communicator must not fail the cases after this one too.
-            synchronized (this) {
-                comms.remove(net);
             }
-            ApiSupport.abortAll(cs);
-            throw t;
-        }
+            probeAllReduce(comm, salt);
+        });
     }
 
     @AfterAll
     void closeAll() {
-        comms.values().forEach(ApiSupport::closeAll);
+        comms.closeAll();
     }
 }

@@ -4,12 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import org.jccl.Buffer;
 import org.jccl.Communicator;
 import org.jccl.Config;
 import org.jccl.Jccl;
 import org.jccl.ReduceOp;
+import org.jccl.testing.Ranks;
 import org.junit.jupiter.api.function.Executable;
 
 /**
@@ -35,6 +39,43 @@ final class ApiSupport {
 
         List<Communicator> init(int n) {
             return Jccl.initLocal(n, config());
+        }
+    }
+
+    /**
+     * Communicators of one rank count, made once per transport and shared by the tests of a class
+     * (initialisation over TCP costs more than most checks); a test that fails discards them, so
+     * that one broken communicator does not fail every later test too.
+     */
+    static final class Shared {
+        private final int n;
+        private final Map<Net, List<Communicator>> comms = new EnumMap<>(Net.class);
+
+        Shared(int n) {
+            this.n = n;
+        }
+
+        synchronized List<Communicator> get(Net net) {
+            return comms.computeIfAbsent(net, k -> k.init(n));
+        }
+
+        /** Runs {@code body} on every rank (one thread each); on any failure the communicators are aborted and dropped. */
+        void run(Net net, Duration timeout, Ranks.Body body) {
+            List<Communicator> cs = get(net);
+            try {
+                Ranks.run(cs, timeout, body);
+            } catch (Throwable t) {
+                synchronized (this) {
+                    comms.remove(net);
+                }
+                abortAll(cs);
+                throw t;
+            }
+        }
+
+        synchronized void closeAll() {
+            comms.values().forEach(ApiSupport::closeAll);
+            comms.clear();
         }
     }
 
