@@ -175,6 +175,39 @@ class ApiLifecycleTest {
         }
     }
 
+    /** A group whose close() waits for a receive that never comes is freed by abort() from another thread, with ABORTED. */
+    @ParameterizedTest
+    @EnumSource(Net.class)
+    void abortFreesACallerWaitingInGroupClose(Net net) throws Exception {
+        List<Communicator> cs = net.init(2);
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            CountDownLatch recorded = new CountDownLatch(1);
+            Future<Long> closing = pool.submit(() -> {
+                Group g = cs.get(0).group();
+                cs.get(0).recv(Buffer.of(new int[16]), 1);
+                cs.get(0).send(Buffer.of(new int[16]), 1);
+                recorded.countDown();
+                JcclException e = assertThrows(JcclException.class, g::close);
+                long at = System.nanoTime();
+                assertEquals(ErrorCode.ABORTED, e.code(), e.toString());
+                return at;
+            });
+            assertTrue(recorded.await(10, TimeUnit.SECONDS));
+            Thread.sleep(300); // rank 1 never posts its side
+            assertFalse(closing.isDone(), "the group completed without rank 1");
+            long abortAt = System.nanoTime();
+            cs.get(0).abort();
+            long ms = TimeUnit.NANOSECONDS.toMillis(get(closing) - abortAt);
+            assertTrue(ms < ABORT_BOUND_MS, "group close() was freed " + ms + " ms after abort()");
+            cs.get(0).close();
+            cs.get(1).close();
+        } finally {
+            pool.shutdownNow();
+            ApiSupport.abortAll(cs);
+        }
+    }
+
     /** abort() fails every operation still queued, not only the one running, and each Work then reports done. */
     @ParameterizedTest
     @EnumSource(Net.class)
@@ -349,6 +382,40 @@ class ApiLifecycleTest {
                 assertArrayEquals(new int[] {3, 10}, a, "rank " + r + ": allReduce");
                 assertArrayEquals(new long[] {77, 78}, b, "rank " + r + ": broadcast");
                 assertArrayEquals(new double[] {0, 1.25, 2.5}, gathered, "rank " + r + ": allGather");
+            });
+            ApiSupport.closeAll(cs);
+        } finally {
+            ApiSupport.abortAll(cs);
+        }
+    }
+
+    /**
+     * A bad call inside a group is refused at the call, like outside one, and is not recorded: the
+     * rank's other calls in the group still run at close() and match the other ranks' calls.
+     */
+    @ParameterizedTest
+    @EnumSource(Net.class)
+    void aBadCallInsideAGroupIsRefusedAndTheGroupStillRuns(Net net) {
+        List<Communicator> cs = net.init(3);
+        try {
+            Ranks.run(cs, STEP, comm -> {
+                int r = comm.rank();
+                int right = (r + 1) % 3;
+                int left = (r + 2) % 3;
+                short[] got = {-1};
+                try (Group g = comm.group()) {
+                    comm.send(Buffer.of(new short[] {(short) (10 + r)}, org.jccl.DataType.BFLOAT16), right);
+                    if (r == 1) {
+                        assertThrowsNaming(IllegalArgumentException.class, () -> comm.send(Buffer.of(new int[2]), 3),
+                                "send: peer 3 is outside [0, 3)");
+                        assertThrowsNaming(IllegalArgumentException.class,
+                                () -> comm.allReduce(Buffer.of(new int[2]), Buffer.of(new int[1]), ReduceOp.SUM),
+                                "allReduce: recv holds 1 elements but 2 are needed");
+                    }
+                    comm.recv(Buffer.of(got, org.jccl.DataType.BFLOAT16), left);
+                }
+                assertEquals(10 + left, got[0], "rank " + r + " from its left neighbour");
+                probeAllReduce(comm, 6);
             });
             ApiSupport.closeAll(cs);
         } finally {
