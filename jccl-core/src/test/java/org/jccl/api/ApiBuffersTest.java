@@ -19,7 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import java.util.stream.Stream;
 import org.jccl.Buffer;
-import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
