@@ -185,7 +185,7 @@ final class CheckValues {
         return switch (op) {
             case MIN, MAX -> finite(t, r);
             case SUM -> encode(t, (Math.floorMod(r, 8 * m + 1) - 4 * m) / 4.0);
-            default -> encode(t, PROD_VALUES[(int) Math.floorMod(r, rank < 8 ? 6 : 2)]);
+            default -> encode(t, PROD_VALUES[Math.floorMod(r, rank < 8 ? 6 : 2)]);
         };
     }
 

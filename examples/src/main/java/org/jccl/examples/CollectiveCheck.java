@@ -57,7 +57,8 @@ import org.jccl.Work;
  * --memory KIND       native, heap, or both (default: both, alternating from check to check)
  * --exhaustive        every selected type at every count (by default counts above 1000 run a
  *                     sample of the types, one per element size: see {@link #SAMPLE_ABOVE})
- * --verbose           rank 0 prints every check to stderr as it starts
+ * --verbose           to stderr: every rank says how it joined (its rank and the launcher
+ *                     convention it was found by), and rank 0 names every check as it starts
  * </pre>
  */
 public final class CollectiveCheck {
@@ -131,7 +132,7 @@ public final class CollectiveCheck {
      * @param reduceOps operators of the reducing collectives
      * @param memory where buffers live
      * @param exhaustive every type at every count; otherwise counts above {@value #SAMPLE_ABOVE} run a sample of the types
-     * @param verbose whether rank 0 prints each check to stderr
+     * @param verbose whether every rank reports how it joined, and rank 0 each check, to stderr
      */
     public record Selection(Set<Collective> collectives, List<Long> counts, List<DataType> types, List<ReduceOp> reduceOps,
                             Memory memory, boolean exhaustive, boolean verbose) {
@@ -266,21 +267,9 @@ public final class CollectiveCheck {
         }
         String who = "rank " + rankFromEnvironment();
         int code;
-        try (Communicator comm = Jccl.init(Config.fromEnvironment())) {
-            who = "rank " + comm.rank();
-            long count = run(comm, sel, System.err);
-            // Every rank must have run the same checks: a rank that skipped one would have hung or failed
-            // above, but the sum over ranks proves it on the way out.
-            long[] total = {count};
-            comm.allReduce(total, ReduceOp.SUM);
-            if (total[0] != count * comm.size()) {
-                throw new MismatchException("the ranks ran different numbers of checks (this rank " + count + ", sum over "
-                        + comm.size() + " ranks " + total[0] + "): were they given the same arguments?");
-            }
-            if (comm.rank() == 0) {
-                System.out.println("CHECK OK " + count + " checks");
-            }
-            code = EXIT_OK;
+        try {
+            Config config = Config.fromEnvironment();
+            code = check(config, sel);
         } catch (MismatchException e) {
             System.out.println("CHECK FAILED " + who + ": " + e.getMessage());
             code = EXIT_MISMATCH;
@@ -293,6 +282,29 @@ public final class CollectiveCheck {
         System.err.flush();
         // Exit explicitly: after a failure the peers may still be connected, and the exit code is the verdict.
         System.exit(code);
+    }
+
+    /** Joins the job, runs the checks and reports; throws what fails. */
+    private static int check(Config config, Selection sel) {
+        try (Communicator comm = Jccl.init(config)) {
+            if (sel.verbose()) {
+                System.err.println("rank " + comm.rank() + " of " + comm.size() + ": joined through the "
+                        + config.launch().map(Config.Launch::convention).orElse("?") + " launcher convention");
+            }
+            long count = run(comm, sel, System.err);
+            // Every rank must have run the same checks: a rank that skipped one would have hung or failed
+            // above, but the sum over ranks proves it on the way out.
+            long[] total = {count};
+            comm.allReduce(total, ReduceOp.SUM);
+            if (total[0] != count * comm.size()) {
+                throw new MismatchException("the ranks ran different numbers of checks (this rank " + count + ", sum over "
+                        + comm.size() + " ranks " + total[0] + "): were they given the same arguments?");
+            }
+            if (comm.rank() == 0) {
+                System.out.println("CHECK OK " + count + " checks");
+            }
+            return EXIT_OK;
+        }
     }
 
     /** The rank the launcher gave this process, for messages about failures before init completes. */
@@ -652,6 +664,7 @@ public final class CollectiveCheck {
      * both, which deadlocks unless the group posts everything together. With two ranks both
      * neighbours are the same peer (matched in issue order), with one rank the peer is itself.
      */
+    @SuppressWarnings("try") // the group is used only through close(), which runs the batch: that is its API
     private void sendRecvRing(DataType t, long count, boolean viaAsync) {
         try (Mem m = begin("send/recv ring (group, " + (viaAsync ? "async" : "blocking") + " calls) " + t + " count=" + count)) {
             int size = t.size();

@@ -16,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.jccl.cli.run.LocalLauncher;
+import org.jccl.examples.AllReduceExample;
 import org.jccl.examples.CollectiveCheck;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -84,6 +85,19 @@ class JcclRunProcessesTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void fullCollectiveCheckPassesOnThreeRanks() {
         runCheck(3);
+    }
+
+    /** The README's example, as a user runs it with jccl run: every rank prints 0 + 1 + 2 = 3. */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void theReadmeExampleSumsTheRanks() {
+        Captured c = new Captured();
+        int code = LocalLauncher.launch(3, LocalLauncher.javaCommand(AllReduceExample.class.getName()), Map.of(), c.out, c.err,
+                Duration.ofSeconds(50));
+        assertEquals(0, code, c.both());
+        for (int r = 0; r < 3; r++) {
+            assertTrue(c.out().contains("[" + r + "] rank " + r + " of 3: sum 3.0"), c.both());
+        }
     }
 
     @Test

@@ -1,6 +1,7 @@
 package org.jccl.cli.mproc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
@@ -64,11 +65,17 @@ class MpirunTest {
     private static void runUnderMpirun(int np, Map<String, String> exported, String... checkArgs) {
         assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
         try (Processes procs = new Processes()) {
-            procs.start("mpirun", mpirunCommand(np, exported, Processes.collectiveCheck(checkArgs)), Map.of());
+            List<String> program = new ArrayList<>(Processes.collectiveCheck(checkArgs));
+            program.add("--verbose");
+            procs.start("mpirun", mpirunCommand(np, exported, program), Map.of());
             List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
             String out = procs.outputs();
             assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
             Processes.checkOk(out);
+            // The ranks' identity came from Open MPI's variables, not from anything jccl-specific.
+            for (int r = 0; r < np; r++) {
+                assertTrue(out.contains("rank " + r + " of " + np + ": joined through the Open MPI launcher convention"), out);
+            }
         }
     }
 

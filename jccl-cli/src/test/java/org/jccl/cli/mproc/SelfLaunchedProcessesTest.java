@@ -27,13 +27,18 @@ class SelfLaunchedProcessesTest {
         try (Processes procs = new Processes()) {
             for (int r = 0; r < 3; r++) {
                 procs.start("rank" + r, Processes.collectiveCheck("--counts", "0,7,1000", "--types", "float32,int8",
-                        "--reduce-ops", "sum,avg", "--collectives", "allreduce,broadcast,allgather,reducescatter,sendrecv,split"),
+                        "--reduce-ops", "sum,avg", "--collectives", "allreduce,broadcast,allgather,reducescatter,sendrecv,split",
+                        "--verbose"),
                         Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", port, "RANK", Integer.toString(r), "WORLD_SIZE", "3",
                                 "LOCAL_RANK", Integer.toString(r), "JCCL_AUTH_TOKEN", token));
             }
             List<Integer> codes = procs.waitAll(Duration.ofSeconds(80));
             assertEquals(List.of(0, 0, 0), codes, procs.outputs());
             Processes.checkOk(procs.outputs());
+            for (int r = 0; r < 3; r++) {
+                String out = procs.get(r).output();
+                assertTrue(out.contains("rank " + r + " of 3: joined through the torchrun launcher convention"), out);
+            }
         }
     }
 
