@@ -100,8 +100,11 @@ class SelfLaunchedProcessesTest {
             for (int r : new int[] {0, 2}) {
                 String out = procs.get(r).output();
                 assertTrue(out.contains("SURVIVOR FAILED org.jccl."), out);
-                assertTrue(out.contains("rank 1 "), "rank " + r + "'s error must name the dead rank:\n" + out);
             }
+            // Rank 0 talks to rank 1 first (its barrier sends there), so its error is about rank 1. Rank 2 may
+            // learn of the failure through rank 0 instead, so only the kind of its error is fixed.
+            String first = procs.get(0).output();
+            assertTrue(first.contains("rank 1 "), "rank 0's error must name the dead rank:\n" + first);
         }
     }
 }
