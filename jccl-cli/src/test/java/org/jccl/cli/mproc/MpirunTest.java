@@ -1,0 +1,96 @@
+package org.jccl.cli.mproc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.jccl.examples.CollectiveCheck;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@link CollectiveCheck} started by Open MPI's {@code mpirun}: the ranks take their rank and size
+ * from {@code OMPI_COMM_WORLD_RANK}/{@code OMPI_COMM_WORLD_SIZE} and the bootstrap root from
+ * {@code JCCL_COMM_ID} or {@code MASTER_ADDR}/{@code MASTER_PORT}, exported with {@code -x} as a user
+ * would. Skipped, saying so, where {@code mpirun} is not installed (CI installs it: {@code .ci/run}).
+ */
+class MpirunTest {
+
+    private static Path mpirun;
+
+    @BeforeAll
+    static void findMpirun() {
+        mpirun = onPath("mpirun");
+    }
+
+    private static Path onPath(String program) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return null;
+        }
+        for (String dir : path.split(File.pathSeparator)) {
+            Path p = Path.of(dir.isEmpty() ? "." : dir, program);
+            if (Files.isExecutable(p)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * mpirun with what this test environment needs: root is allowed (CI containers run as root),
+     * more ranks than cores (2-core machines), no binding (a JVM pinned to one core starves its own
+     * threads), and the {@code isolated} launcher, which starts local processes without ssh.
+     */
+    private static List<String> mpirunCommand(int np, Map<String, String> exported, List<String> program) {
+        List<String> cmd = new ArrayList<>(List.of(mpirun.toString(), "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                "--mca", "plm", "isolated", "--mca", "btl", "self,tcp", "-np", Integer.toString(np)));
+        exported.forEach((k, v) -> {
+            cmd.add("-x");
+            cmd.add(k + "=" + v);
+        });
+        cmd.addAll(program);
+        return cmd;
+    }
+
+    private static void runUnderMpirun(int np, Map<String, String> exported, String... checkArgs) {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            List<String> program = new ArrayList<>(Processes.collectiveCheck(checkArgs));
+            program.add("--verbose");
+            procs.start("mpirun", mpirunCommand(np, exported, program), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            Processes.checkOk(out);
+            // The ranks' identity came from Open MPI's variables, not from anything jccl-specific.
+            for (int r = 0; r < np; r++) {
+                assertTrue(out.contains("rank " + r + " of " + np + ": joined through the Open MPI launcher convention"), out);
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void collectiveCheckUnderMpirunWithJcclCommId() {
+        runUnderMpirun(4, Map.of("JCCL_AUTH_TOKEN", Processes.newToken(), "JCCL_COMM_ID", "127.0.0.1:" + Processes.freePort()),
+                "--counts", "0,7,1000", "--types", "float32,int32,bfloat16", "--reduce-ops", "sum,max");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void collectiveCheckUnderMpirunWithMasterAddrAndPort() {
+        runUnderMpirun(2, Map.of("JCCL_AUTH_TOKEN", Processes.newToken(), "MASTER_ADDR", "127.0.0.1", "MASTER_PORT",
+                Integer.toString(Processes.freePort())),
+                "--counts", "1,1000", "--types", "float64,uint8", "--reduce-ops", "sum,prod");
+    }
+}
