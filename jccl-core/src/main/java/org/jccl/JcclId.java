@@ -73,7 +73,11 @@ public final class JcclId {
         if (slash < 0) {
             throw new IllegalArgumentException("JcclId '" + redact(text) + "' has no secret: expected host:port/<32 hex digits>");
         }
-        return new JcclId(parseHostPort(text.substring(0, slash), "JcclId"), parseSecret(text.substring(slash + 1), "JcclId"));
+        try {
+            return new JcclId(parseHostPort(text.substring(0, slash), "JcclId"), parseSecret(text.substring(slash + 1), "JcclId"));
+        } catch (ConfigException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
     }
 
     /**

@@ -18,7 +18,6 @@ import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.api.ApiSupport.Net;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -366,7 +365,6 @@ class ApiBadInputTest {
      * communicator is aborted as INTERNAL and its peers fail with PEER_FAILED. {@code Buffer.of(ByteBuffer)}
      * already refuses read-only buffers for this reason; a segment must be refused the same way.
      */
-    @Disabled("bug: read-only MemorySegment accepted as an output buffer; the write fails on the op thread and aborts the communicator")
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("readOnlyCases")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -378,7 +376,6 @@ class ApiBadInputTest {
      * Native memory of an arena that is already closed. Today the call is accepted and the
      * operation thread fails with "IllegalStateException: Already closed", aborting the communicator.
      */
-    @Disabled("bug: segment of a closed arena accepted; the op thread fails with IllegalStateException and aborts the communicator")
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("closedArenaCases")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -392,7 +389,6 @@ class ApiBadInputTest {
      * queued, data is sent to the peers (they see a message of the wrong size) and the operation
      * thread fails with IndexOutOfBoundsException.
      */
-    @Disabled("bug: allToAllv bounds check overflows for displacements/counts near Long.MAX_VALUE; the bad call is sent")
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("overflowCases")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)

@@ -36,7 +36,6 @@ import org.jccl.JcclTimeoutException;
 import org.jccl.api.ApiSupport.Net;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -280,7 +279,6 @@ class ApiInitTest {
      * "IllegalStateException: in-JVM endpoint &lt;comm id&gt;:1 opened twice": not a JcclException, no
      * error code, no mention of a duplicate rank.
      */
-    @Disabled("bug: duplicate rank in one JVM with the in-JVM transport fails with IllegalStateException, not JcclException MISMATCH")
     @Test
     void duplicateRankIsRefusedAndTheJobStillFormsWithTheInJvmTransport() throws Exception {
         duplicateRank(Net.LOCAL);
@@ -375,7 +373,6 @@ class ApiInitTest {
      * ConfigException (a JcclException, not an IllegalArgumentException): a caller catching what the
      * Javadoc names misses them.
      */
-    @Disabled("bug: JcclId.parse throws ConfigException, not the documented IllegalArgumentException, for a bad secret or port")
     @Test
     void parseReportsEveryMalformedIdAsIllegalArgument() {
         String good = "0123456789abcdef0123456789abcdef";

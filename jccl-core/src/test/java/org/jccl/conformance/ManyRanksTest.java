@@ -58,10 +58,15 @@ class ManyRanksTest {
                             assertEquals(r, all[r * count + i], "allGather block " + r);
                         }
                     }
+                    // every rank passes the same gathered array: block r holds r everywhere, so its max is r;
+                    // adding the rank makes the contributions differ: max over ranks of (r + rank) = me + n - 1
+                    for (int i = 0; i < all.length; i++) {
+                        all[i] += me;
+                    }
                     int[] rs = new int[count];
                     c.reduceScatter(Buffer.of(all), Buffer.of(rs), ReduceOp.MAX);
                     for (int v : rs) {
-                        assertEquals(n - 1, v, "reduceScatter max");
+                        assertEquals(me + n - 1, v, "reduceScatter max");
                     }
                     int[] red = new int[count];
                     c.reduce(Buffer.of(mine), Buffer.of(red), ReduceOp.SUM, 0);

@@ -179,8 +179,11 @@ public final class Handshake {
         } catch (SocketTimeoutException e) {
             throw new JcclException(ErrorCode.TIMEOUT, who + " did not answer the jccl handshake within " + timeout.toMillis() + " ms", e);
         } catch (EOFException e) {
-            throw new JcclException(ErrorCode.PROTOCOL, who + " closed the connection during the jccl handshake"
-                    + " (it rejected us, or it is not a jccl endpoint)", e);
+            // The peer's process exited, or it dropped us (its log says why): an I/O failure of that peer.
+            EOFException eof = new EOFException(who + " closed the connection during the jccl handshake"
+                    + " (the peer exited, or it rejected this connection: its log says why)");
+            eof.initCause(e);
+            throw eof;
         }
     }
 

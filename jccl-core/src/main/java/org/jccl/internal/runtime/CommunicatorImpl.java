@@ -897,7 +897,7 @@ public final class CommunicatorImpl implements Communicator {
                 throw new IllegalArgumentException(coll + ": " + name + "Counts[" + i + "]=" + counts[i] + " and " + name + "Displs["
                         + i + "]=" + displs[i] + " must be >= 0");
             }
-            if (displs[i] + counts[i] > b.count()) {
+            if (counts[i] > b.count() - displs[i]) { // written so that huge values cannot overflow
                 throw new IllegalArgumentException(coll + ": " + name + " block " + i + " [" + displs[i] + ", " + (displs[i] + counts[i])
                         + ") is outside " + name + " (" + b.count() + " elements)");
             }

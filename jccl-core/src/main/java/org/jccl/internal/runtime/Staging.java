@@ -32,6 +32,10 @@ final class Staging {
         }
         MemorySegment s = send.segment();
         MemorySegment r = recv.segment();
+        // Before comparing addresses: freed memory is often handed out again, so a closed buffer can
+        // sit at the very address of a live one and pass for the in-place form.
+        requireAlive(coll, "send", s);
+        requireAlive(coll, "recv", r);
         Optional<MemorySegment> overlap = s.asOverlappingSlice(r);
         if (overlap.isEmpty() || sendBytes == 0) {
             return false;
@@ -60,6 +64,9 @@ final class Staging {
     /** An output buffer (also an input when {@code copyIn}): used directly, or staged and copied back at completion. */
     MemorySegment output(String coll, String name, Buffer b, long bytes, boolean copyIn) {
         MemorySegment seg = b.segment().asSlice(0, bytes);
+        if (seg.isReadOnly()) {
+            throw new IllegalArgumentException(coll + ": " + name + " is read-only memory, but the operation writes its result there");
+        }
         if (direct(coll, name, seg)) {
             return seg;
         }
@@ -87,7 +94,14 @@ final class Staging {
         };
     }
 
+    private static void requireAlive(String coll, String name, MemorySegment seg) {
+        if (!seg.scope().isAlive()) {
+            throw new IllegalArgumentException(coll + ": " + name + " belongs to an arena that is already closed");
+        }
+    }
+
     private boolean direct(String coll, String name, MemorySegment seg) {
+        requireAlive(coll, name, seg);
         if (!seg.isNative()) {
             return false;
         }
