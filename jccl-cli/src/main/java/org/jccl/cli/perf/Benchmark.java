@@ -111,11 +111,18 @@ final class Benchmark implements AutoCloseable {
     void timeTest(DataType t, ReduceOp op, int root, Consumer<ResultRow> rows) {
         comm.barrier();
         if (!jitWarmed && o.jitWarmup() > 0) {
-            // Every rank runs the same fixed number of operations, so no agreement is needed to stop.
+            // Rounds of operations, through the same API path the measurement uses, until rank 0 has
+            // spent the budget; rank 0's decision is broadcast, so every rank runs the same operations.
             jitWarmed = true;
             Collective.Counts counts = o.collective().counts(o.minBytes(), t.size(), nranks);
-            for (int i = 0; i < o.jitWarmup(); i++) {
-                start(counts, t, op, root, (i & 1) == 1, i).join();
+            long end = System.nanoTime() + o.jitWarmup() * 1_000_000L;
+            int[] more = {1};
+            for (int round = 0; more[0] != 0; round++) {
+                for (int i = 0; i < 200; i++) {
+                    start(counts, t, op, root, (i & 1) == 1, i, o.median()).join();
+                }
+                more[0] = System.nanoTime() < end ? 1 : 0;
+                comm.broadcast(more, 0);
             }
             comm.barrier();
         }
@@ -153,6 +160,9 @@ final class Benchmark implements AutoCloseable {
         start(counts, t, op, root, inPlace, 0).join();
         comm.barrier();
 
+        if (o.median()) {
+            return finish(counts, t, op, root, inPlace, medianSeconds(counts, t, op, root, inPlace));
+        }
         long collectiveOnly = 0;
         long t0 = System.nanoTime();
         Work last = null;
@@ -171,8 +181,29 @@ final class Benchmark implements AutoCloseable {
         }
         last.join();
         long elapsed = o.blocking() == 3 ? collectiveOnly : System.nanoTime() - t0;
-        double seconds = combine(elapsed / 1e9 / o.iters());
+        return finish(counts, t, op, root, inPlace, combine(elapsed / 1e9 / o.iters()));
+    }
 
+    /**
+     * The anchors' method: each operation timed alone, after a barrier, waited for; the median of
+     * {@code iters} such times on each rank, then combined across ranks per -a.
+     */
+    private double medianSeconds(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace) {
+        long[] times = new long[Math.max(1, o.iters())];
+        for (int i = 0; i < times.length; i++) {
+            comm.barrier();
+            long t0 = System.nanoTime();
+            start(counts, t, op, root, inPlace, i, true);
+            times[i] = System.nanoTime() - t0;
+        }
+        java.util.Arrays.sort(times);
+        return combine(times[times.length / 2] / 1e9);
+    }
+
+    /** Bandwidths and the data check for one measured time. */
+    private ResultRow.Measurement finish(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace,
+                                         double seconds) {
+        Collective c = o.collective();
         double algBw = c.algBw(counts.paramCount(), t.size(), seconds, nranks);
         double busBw = algBw * c.busBwFactor(nranks);
 
@@ -225,6 +256,31 @@ final class Benchmark implements AutoCloseable {
      * reduce_scatter the result goes to this rank's slot.
      */
     Work start(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iter) {
+        return start(counts, t, op, root, inPlace, iter, false);
+    }
+
+    /** A completed Work, for operations run through the blocking API. */
+    private static final Work DONE = new Work() {
+        @Override
+        public void join() {
+        }
+
+        @Override
+        public boolean join(java.time.Duration timeout) {
+            return true;
+        }
+
+        @Override
+        public boolean isDone() {
+            return true;
+        }
+    };
+
+    /**
+     * Issues one operation; with {@code blocking} through the blocking API (what a program that waits
+     * for each collective calls; it may run on the calling thread), returning a completed Work.
+     */
+    Work start(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iter, boolean blocking) {
         int ws = t.size();
         long total = counts.sizeBytes(ws);
         long steps = total > 0 ? o.maxBytes() / total : 1;
@@ -235,6 +291,23 @@ final class Benchmark implements AutoCloseable {
         long recvOffset = inPlace ? counts.recvInPlaceOffset() * rank * ws : 0;
         Buffer s = Buffer.of(sendBase.asSlice(sendOffset), counts.sendCount(), t);
         Buffer r = Buffer.of(recvBase.asSlice(recvOffset), counts.recvCount(), t);
+        if (blocking) {
+            switch (o.collective()) {
+                case ALL_REDUCE -> comm.allReduce(s, r, op);
+                case ALL_GATHER -> comm.allGather(s, r);
+                case BROADCAST -> comm.broadcast(s, r, root);
+                case REDUCE -> comm.reduce(s, r, op, root);
+                case REDUCE_SCATTER -> comm.reduceScatter(s, r, op);
+                case ALLTOALL -> comm.allToAll(s, r);
+                case SENDRECV -> {
+                    try (Group g = comm.group()) {
+                        comm.send(s, (rank + 1) % nranks);
+                        comm.recv(r, (rank - 1 + nranks) % nranks);
+                    }
+                }
+            }
+            return DONE;
+        }
         return switch (o.collective()) {
             case ALL_REDUCE -> comm.allReduceAsync(s, r, op);
             case ALL_GATHER -> comm.allGatherAsync(s, r);

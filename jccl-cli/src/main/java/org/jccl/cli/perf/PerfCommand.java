@@ -71,10 +71,15 @@ public final class PerfCommand implements Callable<Integer> {
             description = "warm-up operations per size, before the sweep (default: ${DEFAULT-VALUE})")
     int warmupIters;
 
-    @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "2000",
-            description = "untimed operations at the smallest size before the first row, so the JVM's JIT compiler has"
-                    + " compiled the hot paths; 0 disables (default: ${DEFAULT-VALUE})")
+    @Option(names = "--jit-warmup", paramLabel = "MS", defaultValue = "1500",
+            description = "milliseconds of untimed operations at the smallest size before the first row, so the JVM's"
+                    + " JIT compiler has compiled the hot paths; 0 disables (default: ${DEFAULT-VALUE})")
     int jitWarmup;
+
+    @Option(names = "--timing", paramLabel = "MODE", defaultValue = "mean",
+            description = "mean: nccl-tests' average of back-to-back operations; median: median of operations timed one"
+                    + " by one after a barrier, the method of the Open MPI and Gloo anchor scripts (default: ${DEFAULT-VALUE})")
+    String timing;
 
     @Option(names = {"-c", "--check"}, paramLabel = "N", defaultValue = "1",
             description = "check runs per measurement; 0 turns checking off (default: ${DEFAULT-VALUE})")
@@ -169,7 +174,7 @@ public final class PerfCommand implements Callable<Integer> {
             }
             return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
                     PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,
-                    rankArgs(spec.commandLine().getParseResult()), jitWarmup);
+                    rankArgs(spec.commandLine().getParseResult()), jitWarmup, parseTiming(timing));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
         }
@@ -195,5 +200,13 @@ public final class PerfCommand implements Callable<Integer> {
             }
         }
         return args;
+    }
+
+    private static boolean parseTiming(String mode) {
+        return switch (mode.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "mean" -> false;
+            case "median" -> true;
+            default -> throw new IllegalArgumentException("--timing '" + mode + "' is not mean or median");
+        };
     }
 }

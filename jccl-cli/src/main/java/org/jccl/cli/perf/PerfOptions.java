@@ -28,12 +28,16 @@ import org.jccl.ReduceOp;
  * @param minBusBw nccl-tests' NCCL_TESTS_MIN_BW: fail when the average busbw is below 90% of it;
  *     negative when not set
  * @param args the command line as given, for the JSON report
- * @param jitWarmup untimed operations at the smallest size before the first row, so that the JVM's
+ * @param jitWarmup milliseconds of untimed operations at the smallest size before the first row, so that the JVM's
  *     JIT has compiled the hot paths (nccl-tests needs none: its code is compiled ahead of time)
+ * @param median time each operation alone (barrier, then one blocking operation) and report the
+ *     median, which is how the Open MPI and Gloo anchor scripts measure; false: nccl-tests' mean of
+ *     {@code iters} back-to-back operations
  */
 record PerfOptions(Collective collective, long minBytes, long maxBytes, long stepBytes, long stepFactor, int iters,
                    int warmupIters, int check, List<ReduceOp> ops, List<DataType> types, int root, int average,
-                   int blocking, Path jsonFile, double minBusBw, List<String> args, int jitWarmup) {
+                   int blocking, Path jsonFile, double minBusBw, List<String> args, int jitWarmup,
+                   boolean median) {
 
     /** {@link #root} value meaning "every rank in turn" (nccl-tests' -r -1). */
     static final int ALL_ROOTS = -1;

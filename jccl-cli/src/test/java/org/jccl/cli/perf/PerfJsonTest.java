@@ -35,7 +35,7 @@ class PerfJsonTest {
                 new ResultRow.Measurement(Double.NaN, Double.POSITIVE_INFINITY, 0, ResultRow.Measurement.NOT_CHECKED)), 20);
         PerfOptions o = new PerfOptions(Collective.ALL_REDUCE, 8, 4096, 1 << 20, 4, 20, 1, 1, List.of(org.jccl.ReduceOp.SUM),
                 List.of(org.jccl.DataType.FLOAT32), 0, 1, 0, null, -1,
-                List.of("all_reduce", "--minbytes", "8", "--op", "a\"quoted\\value/\n\t\u0001"), 0);
+                List.of("all_reduce", "--minbytes", "8", "--op", "a\"quoted\\value/\n\t\u0001"), 0, false);
         String doc = r.document(o, List.of(new RankInfo(0, 99, "node\"1", -1, "cpu", "host memory")),
                 Map.of("JCCL_AUTH_TOKEN", "s3cret", "NCCL_SOCKET_IFNAME", "eth0", "PATH", "/bin"), 0, 1.25, -1, List.of());
         assertFalse(doc.contains("s3cret"), "the auth token never reaches the file");

@@ -45,7 +45,7 @@ final class PerfTesting {
 
         PerfOptions build() {
             return new PerfOptions(collective, min, max, step, factor, iters, warmup, check, ops, types, root, average,
-                    blocking, json, minBw, List.of(collective.ncclName()), 0);
+                    blocking, json, minBw, List.of(collective.ncclName()), 0, false);
         }
     }
 

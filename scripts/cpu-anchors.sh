@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs the CPU anchors (Open MPI shared memory and TCP, Gloo) and jccl's all-reduce side by side,
+# in one sitting, 2 ranks on this host, float32 sum, 8 B .. 64 MiB (x4). Output: one block each.
+# Needs: apt-get install -y openmpi-bin libopenmpi-dev python3-torch   (see ../shared/anchors/README.md)
+# Usage: scripts/cpu-anchors.sh [NP]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+np=${1:-2}
+anchors=${ANCHORS:-../shared/anchors}
+mpi=$(mktemp -d)/mpi_allreduce
+mpicc -O2 -o "$mpi" "$anchors/mpi_allreduce.c"
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "### Open MPI shared memory (median of blocking ops, barrier before each)"
+mpirun --allow-run-as-root --oversubscribe -np "$np" "$mpi" 8 67108864
+echo "### Open MPI TCP loopback (same method)"
+mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np "$np" "$mpi" 8 67108864
+echo "### Gloo (PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null), same method)"
+/usr/bin/python3 "$anchors/gloo_allreduce.py" "$np" 8 67108864 2>&1 | grep -v Warning
+echo "### jccl TCP, --timing median (the anchors' method)"
+bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4 -n 100 --timing median
+echo "### jccl TCP, nccl-tests method (mean of 20 back-to-back async ops)"
+bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4
+echo "# done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
