@@ -63,6 +63,11 @@ public final class RunCommand implements Callable<Integer> {
             description = "classpath of a Java class TARGET, added after jccl's own jars (as for java -cp)")
     String classpath;
 
+    @Option(names = "--bind-to", paramLabel = "WHAT", defaultValue = "auto",
+            description = "auto: rank r on the r-th CPU when there are no more ranks than CPUs (as Open MPI binds);"
+                    + " core: always; none: let the scheduler place ranks (default: ${DEFAULT-VALUE})")
+    String bindTo;
+
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "0",
             description = "stop every rank and exit 124 after this many seconds (0, the default: no limit)")
     long timeoutSeconds;
@@ -85,7 +90,17 @@ public final class RunCommand implements Callable<Integer> {
         }
         List<String> command = commandFor(target, args, classpath);
         Duration timeout = timeoutSeconds == 0 ? null : Duration.ofSeconds(timeoutSeconds);
-        return LocalLauncher.launch(np, command, Map.of(), System.out, System.err, timeout);
+        LocalLauncher.Binding binding;
+        try {
+            binding = LocalLauncher.Binding.valueOf(bindTo.trim().toUpperCase(java.util.Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), "--bind-to must be auto, core or none, got '" + bindTo + "'");
+        }
+        try {
+            return LocalLauncher.launch(np, command, Map.of(), System.out, System.err, timeout, binding);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
     }
 
     /** What kind of program a TARGET names. */

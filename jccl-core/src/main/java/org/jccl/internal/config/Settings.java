@@ -54,7 +54,7 @@ public final class Settings {
             "all-reduce messages up to this size use recursive doubling (latency-bound), larger ones the pipelined ring");
     public static final Setting IDLE_SPIN_US = Setting.define("JCCL_IDLE_SPIN_US", null, INT, "200", 0, 100_000_000,
             "while waiting for a peer: microseconds of busy polling before yielding the CPU");
-    public static final Setting IDLE_SPIN_YIELD_US = Setting.define("JCCL_IDLE_SPIN_YIELD_US", null, INT, "20", 0, 100_000_000,
+    public static final Setting IDLE_SPIN_YIELD_US = Setting.define("JCCL_IDLE_SPIN_YIELD_US", null, INT, "0", 0, 100_000_000,
             "while busy polling: yield the CPU once every this many microseconds, so a peer sharing the core can run (0: never)");
     public static final Setting IDLE_YIELD_US = Setting.define("JCCL_IDLE_YIELD_US", null, INT, "2000", 0, 100_000_000,
             "while waiting for a peer: microseconds of polling with Thread.yield() before blocking in the selector (no CPU)");
