@@ -67,6 +67,8 @@ public final class CommunicatorImpl implements Communicator {
     /** Set while a blocking public method is submitting: lets it run inline. */
     private final ThreadLocal<Boolean> blockingCall = new ThreadLocal<>();
     private long nextSeq;
+    /** Sequence number of the next operation to run; guarded by execLock (see {@link #help}). */
+    private long nextToRun;
     private final Thread opThread;
     private final OpContext ctx;
     private final ThreadLocal<GroupImpl> openGroup = new ThreadLocal<>();
@@ -495,7 +497,9 @@ public final class CommunicatorImpl implements Communicator {
         ctx.wake();
         releaseEndpoints();
         failQueued();
-        if (Thread.currentThread() != opThread) {
+        // Not from the operation thread, nor from a thread running an operation inline: the
+        // operation thread needs the execution lock to finish, so waiting for it here would stall.
+        if (Thread.currentThread() != opThread && !execLock.isHeldByCurrentThread()) {
             queue.offer(POISON);
             opThread.interrupt();
             try {
@@ -593,11 +597,7 @@ public final class CommunicatorImpl implements Communicator {
                 }
                 execLock.lock();
                 try {
-                    if (abortCause != null) {
-                        op.work.fail(aborted(op));
-                    } else {
-                        runOne(op);
-                    }
+                    execute(op);
                 } finally {
                     execLock.unlock();
                     finished();
@@ -609,6 +609,49 @@ public final class CommunicatorImpl implements Communicator {
                 ctx.closeAll();
             } finally {
                 execLock.unlock();
+            }
+        }
+    }
+
+    /** Runs {@code op} (or fails it when aborted); the caller holds execLock. */
+    private void execute(Op op) {
+        if (abortCause != null) {
+            op.work.fail(aborted(op));
+        } else {
+            runOne(op);
+        }
+        nextToRun = op.seq + 1;
+    }
+
+    /**
+     * Called by a thread about to wait for {@code w}: when nobody is executing, it runs queued
+     * operations itself, in order, until {@code w} is done. A burst of asynchronous calls followed by
+     * a wait then runs on the caller's thread, with no hand-off to the operation thread (on a host
+     * with few cores, often the same core). Order is kept by {@link #nextToRun}: a helper only runs
+     * the queue's head if it is exactly the next operation, so an operation the operation thread has
+     * already taken (and is about to run) can never be overtaken.
+     */
+    void help(WorkImpl w) {
+        if (Thread.currentThread() == opThread) {
+            return;
+        }
+        while (!w.isDone()) {
+            if (!execLock.tryLock()) {
+                return;
+            }
+            Op ran = null;
+            try {
+                Op head = queue.peek();
+                if (head == null || head == POISON || head.seq != nextToRun || !queue.remove(head)) {
+                    return;
+                }
+                ran = head;
+                execute(head);
+            } finally {
+                execLock.unlock();
+                if (ran != null) {
+                    finished();
+                }
             }
         }
     }
@@ -708,6 +751,7 @@ public final class CommunicatorImpl implements Communicator {
             }
             pending++;
             inline = mayRunInline && pending == 1 && Thread.currentThread() != opThread;
+            op.work.owner = this;
             if (!inline) {
                 queue.add(op);
             }
@@ -715,11 +759,7 @@ public final class CommunicatorImpl implements Communicator {
         if (inline) {
             execLock.lock();
             try {
-                if (abortCause != null) {
-                    op.work.fail(aborted(op));
-                } else {
-                    runOne(op);
-                }
+                execute(op);
             } finally {
                 execLock.unlock();
                 finished();

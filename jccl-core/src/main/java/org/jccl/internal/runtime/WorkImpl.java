@@ -15,6 +15,8 @@ final class WorkImpl implements Work {
     private final CountDownLatch latch = new CountDownLatch(1);
     private volatile JcclException failure;
     private volatile boolean done;
+    /** The communicator that queued this operation, whose queue a waiting thread may help run; or null. */
+    volatile CommunicatorImpl owner;
 
     void complete() {
         done = true;
@@ -29,6 +31,10 @@ final class WorkImpl implements Work {
 
     @Override
     public void join() {
+        CommunicatorImpl c = owner;
+        if (c != null && !done) {
+            c.help(this);
+        }
         boolean interrupted = false;
         while (true) {
             try {
