@@ -1,6 +1,7 @@
 package org.jccl.cli;
 
 import org.jccl.Jccl;
+import org.jccl.JcclException;
 import org.jccl.cli.perf.PerfCommand;
 import org.jccl.cli.run.RunCommand;
 import picocli.CommandLine;
@@ -18,7 +19,22 @@ public final class JcclCli implements Runnable {
 
     /** Runs the command line and returns the exit code (tests call this instead of main). */
     public static int execute(String... args) {
-        return new CommandLine(new JcclCli()).execute(args);
+        return withErrorHandler(new CommandLine(new JcclCli())).execute(args);
+    }
+
+    /**
+     * Installs jccl's handler on {@code cl}: jccl's own errors already name the cause and the fix,
+     * so they are printed as one line (exit code 1), not as a stack trace; anything else propagates.
+     */
+    static CommandLine withErrorHandler(CommandLine cl) {
+        cl.setExecutionExceptionHandler((ex, cmd, parsed) -> {
+            if (ex instanceof JcclException je) {
+                cmd.getErr().println("jccl " + cmd.getCommandName() + ": " + je.getMessage());
+                return 1;
+            }
+            throw ex;
+        });
+        return cl;
     }
 
     @Override
