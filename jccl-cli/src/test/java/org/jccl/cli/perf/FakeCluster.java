@@ -296,27 +296,27 @@ final class FakeCluster {
 
         @Override
         public Work allToAllvAsync(Buffer send, long[] sc, long[] sd, Buffer recv, long[] rc, long[] rd) {
-            throw new UnsupportedOperationException();
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
         }
 
         @Override
         public Work gatherAsync(Buffer send, Buffer recv, int root) {
-            throw new UnsupportedOperationException();
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
         }
 
         @Override
         public Work scatterAsync(Buffer send, Buffer recv, int root) {
-            throw new UnsupportedOperationException();
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
         }
 
         @Override
         public Communicator split(int color, int key) {
-            throw new UnsupportedOperationException();
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
         }
 
         @Override
         public Communicator dup() {
-            throw new UnsupportedOperationException();
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
         }
 
         @Override
