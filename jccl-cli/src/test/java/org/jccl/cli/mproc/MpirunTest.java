@@ -93,4 +93,37 @@ class MpirunTest {
                 Integer.toString(Processes.freePort())),
                 "--counts", "1,1000", "--types", "float64,uint8", "--reduce-ops", "sum,prod");
     }
+
+    /**
+     * {@code jccl perf} without -np is one rank of a job a launcher started: under mpirun every rank
+     * runs it, they form one job from Open MPI's variables, and only rank 0 prints the table.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void perfUnderMpirunPrintsOneTableFromRankZero() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            List<String> program = Processes.javaMain("org.jccl.cli.JcclCli", "perf", "all_reduce", "-b", "8", "-e", "64K", "-f", "8",
+                    "-n", "5", "--jit-warmup", "0");
+            procs.start("mpirun", mpirunCommand(2, Map.of("JCCL_AUTH_TOKEN", Processes.newToken(), "JCCL_COMM_ID",
+                    "127.0.0.1:" + Processes.freePort()), program), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            assertEquals(1, count(out, "# Collective test starting: all_reduce_perf"), "one table, from rank 0:\n" + out);
+            assertEquals(1, count(out, "# Out of bounds values : 0 OK"), out);
+            for (String size : new String[] {"8", "64", "512", "4096", "32768"}) {
+                assertTrue(out.lines().anyMatch(l -> l.trim().startsWith(size + " ")), "row for " + size + " bytes:\n" + out);
+            }
+            assertTrue(out.contains("Rank  1 Group  0"), "both ranks listed under Using devices:\n" + out);
+        }
+    }
+
+    private static int count(String text, String what) {
+        int n = 0;
+        for (int i = text.indexOf(what); i >= 0; i = text.indexOf(what, i + 1)) {
+            n++;
+        }
+        return n;
+    }
 }
