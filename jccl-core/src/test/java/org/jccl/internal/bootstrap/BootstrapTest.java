@@ -36,6 +36,7 @@ import org.jccl.JcclException;
 import org.jccl.JcclId;
 import org.jccl.JcclTimeoutException;
 import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.HandshakeThreads;
 import org.jccl.spi.PeerInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -273,6 +274,22 @@ class BootstrapTest {
                 s.close();
             }
         }
+    }
+
+    @Test
+    @Timeout(30)
+    void aHandshakeInProgressHasNoThreadOfItsOwn() throws Exception {
+        BootstrapRoot root = root(CONFIG);
+        try (Socket silent = new Socket(LOOPBACK, root.address().getPort())) {
+            // The challenge arrived: the root is in the handshake with this connection right now.
+            new DataInputStream(silent.getInputStream()).readFully(new byte[23]);
+            assertEquals(List.of(), HandshakeThreads.live(), "threads serving a handshake");
+        }
+        JcclId id = id(root);
+        Future<PeerInfo[]> r0 = rank(id, 0, 2);
+        Future<PeerInfo[]> r1 = rank(id, 1, 2);
+        assertTable(get(r0), 2);
+        assertTable(get(r1), 2);
     }
 
     @Test

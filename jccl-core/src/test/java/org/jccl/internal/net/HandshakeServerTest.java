@@ -383,4 +383,24 @@ class HandshakeServerTest {
             }
         }
     }
+
+    @Test
+    @Timeout(10)
+    void theThreadProbeSeesVirtualThreads() throws Exception {
+        // Guards the other tests' "no handshake thread" assertions: a virtual thread so named must be found.
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        Thread probe = Thread.ofVirtual().name("jccl-probe-handshake-test").start(() -> {
+            try {
+                release.await();
+            } catch (InterruptedException ignored) {
+                // Ends either way.
+            }
+        });
+        try {
+            assertTrue(HandshakeThreads.live().contains("jccl-probe-handshake-test"), "probe not found: " + HandshakeThreads.live());
+        } finally {
+            release.countDown();
+            probe.join();
+        }
+    }
 }
