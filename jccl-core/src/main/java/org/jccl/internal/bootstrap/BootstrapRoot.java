@@ -344,6 +344,7 @@ public final class BootstrapRoot implements AutoCloseable {
      * handshake, then the registration frame, then {@link #onArrival}. Failures drop it with one line.
      */
     private void progress(SelectionKey key, Incoming in) {
+        BootstrapWire.Registration reg;
         try {
             if (!in.authenticated) {
                 HandshakeServer.Result r = in.handshake.step();
@@ -361,14 +362,18 @@ public final class BootstrapRoot implements AutoCloseable {
                     }
                 }
             }
-            BootstrapWire.Registration reg = readRegistration((SocketChannel) key.channel(), in);
-            if (reg == null) {
-                return;
-            }
-            incoming--;
-            onArrival(new Arrival((SocketChannel) key.channel(), key, reg, in.from));
+            reg = readRegistration((SocketChannel) key.channel(), in);
         } catch (JcclException | IOException e) {
             drop(key, in, e);
+            return;
+        } catch (RuntimeException e) {
+            // A decoder bug on one peer's bytes must cost that connection only, not the whole root.
+            drop(key, in, new IOException("unexpected " + e, e));
+            return;
+        }
+        if (reg != null) {
+            incoming--;
+            onArrival(new Arrival((SocketChannel) key.channel(), key, reg, in.from));
         }
     }
 

@@ -433,7 +433,8 @@ final class TcpEndpoint implements Endpoint {
                         HandshakeServer hs = (HandshakeServer) key.attachment();
                         try {
                             onStep(key, hs, hs.step());
-                        } catch (IOException e) {
+                        } catch (IOException | RuntimeException e) {
+                            // Whatever goes wrong with one connection costs that connection only, not the acceptor.
                             drop(key, hs, e);
                         }
                     }
@@ -506,7 +507,7 @@ final class TcpEndpoint implements Endpoint {
             try {
                 // Send the challenge at once; the socket's send buffer normally takes all 23 bytes.
                 onStep(key, hs, hs.step());
-            } catch (IOException e) {
+            } catch (IOException | RuntimeException e) {
                 drop(key, hs, e);
             }
         }
@@ -528,8 +529,11 @@ final class TcpEndpoint implements Endpoint {
 
     /** Closes a connection whose handshake failed, with one warning; the job is not affected. */
     private void drop(SelectionKey key, HandshakeServer hs, Exception e) {
-        key.cancel();
-        pendingHandshakes--;
+        if (key.isValid()) {
+            // Still counted as a handshake (a failure after DONE already left the count when the key was cancelled).
+            key.cancel();
+            pendingHandshakes--;
+        }
         closeQuietly((SocketChannel) key.channel());
         if (!closed) {
             Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, hs.remote()));
