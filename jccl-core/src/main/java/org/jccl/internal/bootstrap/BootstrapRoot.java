@@ -1,12 +1,13 @@
 package org.jccl.internal.bootstrap;
 
-import java.io.DataInputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
+import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
@@ -21,11 +22,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jccl.Config;
@@ -36,6 +33,7 @@ import org.jccl.ResourceException;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.HandshakeServer;
 import org.jccl.internal.net.Interfaces;
 import org.jccl.spi.PeerInfo;
 
@@ -49,12 +47,16 @@ import org.jccl.spi.PeerInfo;
  *
  * <p>Threads: one daemon platform thread, {@code jccl-bootstrap-root}, owns all job state (the
  * registrations, the world size) and never blocks on a peer: it accepts, validates and writes
- * with a selector. Each accepted connection is authenticated ({@link Handshake}, bounded by a short
- * timeout) and its registration frame read on a virtual thread; at most 64 such connections are
- * served at once, the rest wait in the listen backlog. So a connection that sends nothing holds one
- * of those slots for at most 5 seconds, and costs nothing beyond the handshake's fixed-size state until it
- * has proven the secret. A connection that fails the handshake is logged in one line and dropped;
- * the job goes on.
+ * with a selector. Each accepted connection is authenticated on that same selector by a
+ * non-blocking {@link HandshakeServer} (the acceptor side of {@link Handshake}, bounded by a short
+ * timeout), and only then, the peer proven, is its registration frame read, also without blocking.
+ * No thread exists per connection. At most 64 such connections are served at once; while that many
+ * are in progress the root stops accepting and the rest wait in the listen backlog. So a
+ * connection that sends nothing holds one of those slots for at most 5 seconds, and costs nothing
+ * beyond the handshake's fixed-size state until it has proven the secret. A connection that fails
+ * the handshake is logged in one line and dropped; the job goes on. When the root stops, connections
+ * still in their handshake are closed; authenticated ones still sending their registration are told
+ * why the root stopped.
  *
  * <p>A registered rank whose connection closes before the job is complete (its process died) is
  * removed, so a restarted process can take its rank again.
@@ -69,6 +71,8 @@ public final class BootstrapRoot implements AutoCloseable {
     static final int MAX_CONCURRENT_HANDSHAKES = 64;
     /** Listen backlog: a whole job's ranks may connect within a millisecond. */
     static final int BACKLOG = 1024;
+    /** Longest select: how late a handshake deadline is noticed. */
+    private static final long SELECT_MS = 100;
     /** How long close() waits for the root thread to tell waiting ranks and let go of the port. */
     private static final long CLOSE_WAIT_MS = 2_000;
     /** At most this many rejections are kept to explain a later timeout. */
@@ -84,9 +88,6 @@ public final class BootstrapRoot implements AutoCloseable {
     private final Duration sendTimeout;
     private final long startNanos;
     private final long deadlineNanos;
-    private final Semaphore handshakePermits = new Semaphore(MAX_CONCURRENT_HANDSHAKES);
-    private final Set<SocketChannel> inFlight = ConcurrentHashMap.newKeySet();
-    private final ConcurrentLinkedQueue<Arrival> arrivals = new ConcurrentLinkedQueue<>();
     private final AtomicInteger dropped = new AtomicInteger();
     private final Thread thread;
     private volatile boolean closeRequested;
@@ -99,9 +100,34 @@ public final class BootstrapRoot implements AutoCloseable {
     private final TreeMap<Integer, Registrant> registered = new TreeMap<>();
     private int size = -1;
     private final List<String> rejections = new ArrayList<>();
+    /** Connections in their handshake or registration (attached {@link Incoming}); capped at MAX_CONCURRENT_HANDSHAKES. */
+    private int incoming;
 
-    /** An authenticated connection whose registration has been read, on its way to the root thread. */
-    private record Arrival(SocketChannel channel, BootstrapWire.Registration registration, String from) {
+    /** An authenticated connection whose registration has been read; its key is reused for the registrant. */
+    private record Arrival(SocketChannel channel, SelectionKey key, BootstrapWire.Registration registration, String from) {
+    }
+
+    /**
+     * A connection not yet registered: first its handshake, then (authenticated) its registration
+     * frame. Before authentication only the handshake's fixed-size state exists; the frame buffers are
+     * allocated once the peer has proven the secret and announced a length within the limit.
+     */
+    private static final class Incoming {
+        final HandshakeServer handshake;
+        final String from;
+        boolean authenticated;
+        int[] rankSize;
+        /** u32 length of the registration frame. */
+        final ByteBuffer length = ByteBuffer.allocate(4);
+        ByteBuffer type;
+        ByteBuffer body;
+        /** Once authenticated: the registration is dropped when no byte arrives before this nanoTime. */
+        long idleDeadline;
+
+        Incoming(HandshakeServer handshake) {
+            this.handshake = handshake;
+            this.from = handshake.remote();
+        }
     }
 
     /** A registered rank, waiting for the table. */
@@ -240,10 +266,7 @@ public final class BootstrapRoot implements AutoCloseable {
             }
             registered.clear();
             arrivedCount = 0;
-            for (SocketChannel ch : inFlight) {
-                closeQuietly(ch, null);
-            }
-            drainLateArrivals();
+            closeIncoming(stopFrame);
             closeQuietly(null, selector);
         }
     }
@@ -254,10 +277,6 @@ public final class BootstrapRoot implements AutoCloseable {
             if (closeRequested) {
                 return stopClosed();
             }
-            Arrival a;
-            while ((a = arrivals.poll()) != null) {
-                onArrival(a);
-            }
             if (size > 0 && registered.size() == size) {
                 return complete();
             }
@@ -266,8 +285,9 @@ public final class BootstrapRoot implements AutoCloseable {
                 return stopTimedOut();
             }
             // Stop accepting while every handshake slot is busy; the kernel keeps the rest in the backlog.
-            acceptKey.interestOps(handshakePermits.availablePermits() > 0 ? SelectionKey.OP_ACCEPT : 0);
-            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining) + 1));
+            acceptKey.interestOps(incoming < MAX_CONCURRENT_HANDSHAKES ? SelectionKey.OP_ACCEPT : 0);
+            // Wake at least every SELECT_MS to drop connections past their handshake deadline.
+            selector.select(Math.max(1, Math.min(SELECT_MS, TimeUnit.NANOSECONDS.toMillis(remaining) + 1)));
             Iterator<SelectionKey> it = selector.selectedKeys().iterator();
             while (it.hasNext()) {
                 SelectionKey key = it.next();
@@ -277,80 +297,184 @@ public final class BootstrapRoot implements AutoCloseable {
                 }
                 if (key == acceptKey) {
                     acceptAll();
+                } else if (key.attachment() instanceof Incoming in) {
+                    progress(key, in);
                 } else if (key.isReadable()) {
                     onRegistrantReadable((Registrant) key.attachment());
+                }
+            }
+            long now = System.nanoTime();
+            for (SelectionKey key : List.copyOf(selector.keys())) {
+                if (key.isValid() && key.attachment() instanceof Incoming in) {
+                    checkDeadline(key, in, now);
                 }
             }
         }
     }
 
     private void acceptAll() throws IOException {
-        while (handshakePermits.tryAcquire()) {
+        while (incoming < MAX_CONCURRENT_HANDSHAKES) {
             SocketChannel ch = server.accept();
             if (ch == null) {
-                handshakePermits.release();
                 return;
             }
-            inFlight.add(ch);
-            Thread.ofVirtual().name("jccl-bootstrap-handshake").start(() -> authenticate(ch));
-        }
-    }
-
-    /** Runs on a virtual thread per connection: handshake, then read and decode the registration. */
-    private void authenticate(SocketChannel ch) {
-        String from = remote(ch);
-        boolean authenticated = false;
-        boolean handedOver = false;
-        try {
-            long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
-            Duration timeout = Duration.ofMillis(Math.max(1, Math.min(HANDSHAKE_TIMEOUT.toMillis(), remainingMs)));
-            byte[] hello = Handshake.accept(ch, secret, Handshake.Kind.BOOTSTRAP, timeout);
-            authenticated = true;
-            int[] rankSize = BootstrapWire.parseHello(hello, from);
-            // Only now, with the secret proven, is a buffer sized by the peer's length allocated.
-            DataInputStream in = new DataInputStream(ch.socket().getInputStream());
-            BootstrapWire.Frame frame = BootstrapWire.readFrame(in, BootstrapWire.MAX_REGISTRATION_FRAME, from);
-            if (frame.type() != BootstrapWire.REGISTER) {
-                throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " sent bootstrap frame type " + frame.type()
-                        + " instead of a registration");
-            }
-            BootstrapWire.Registration reg = BootstrapWire.parseRegistration(frame.body(), from);
-            if (reg.rank() != rankSize[0] || reg.size() != rankSize[1] || reg.info().rank() != reg.rank()) {
-                throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " authenticated as rank " + rankSize[0] + " of "
-                        + rankSize[1] + " but registered rank " + reg.rank() + " of " + reg.size() + " with the peer info of rank "
-                        + reg.info().rank() + "; a jccl bug, please report it");
-            }
-            arrivals.add(new Arrival(ch, reg, from));
-            handedOver = true;
-            selector.wakeup();
-            if (stopFrame != null) {
-                // The root stopped while this one was in flight: tell it why, here, since the root thread is gone.
-                drainLateArrivals();
-            }
-        } catch (JcclException e) {
-            dropped.incrementAndGet();
-            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + e.getMessage());
-            if (authenticated) {
-                // The peer proved the secret, so it is one of ours with a bug or another version: tell it why.
-                writeOnce(ch, BootstrapWire.errorFrame(e.code(), "the bootstrap root at " + where + " refused this rank: " + e.getMessage()));
-            }
-        } catch (IOException e) {
-            dropped.incrementAndGet();
-            if (!closeRequested && stopFrame == null) {
-                Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": connection from " + from + " failed during "
-                        + (authenticated ? "registration" : "the handshake") + " (" + e + "); dropped");
-            }
-        } finally {
-            inFlight.remove(ch);
-            if (!handedOver) {
+            SelectionKey key;
+            Incoming in;
+            try {
+                ch.configureBlocking(false);
+                long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+                Duration timeout = Duration.ofMillis(Math.max(1, Math.min(HANDSHAKE_TIMEOUT.toMillis(), remainingMs)));
+                in = new Incoming(HandshakeServer.start(ch, secret, Handshake.Kind.BOOTSTRAP, timeout));
+                key = ch.register(selector, 0, in);
+            } catch (IOException e) {
+                dropped.incrementAndGet();
                 closeQuietly(ch, null);
+                Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": connection from " + remote(ch)
+                        + " failed during the handshake (" + e + "); dropped");
+                continue;
             }
-            handshakePermits.release();
-            selector.wakeup();
+            incoming++;
+            // Sends the challenge at once; the socket's send buffer normally takes all 23 bytes.
+            progress(key, in);
         }
     }
 
-    private void onArrival(Arrival a) throws IOException {
+    /**
+     * Moves one unregistered connection on as far as its socket allows without blocking: the
+     * handshake, then the registration frame, then {@link #onArrival}. Failures drop it with one line.
+     */
+    private void progress(SelectionKey key, Incoming in) {
+        BootstrapWire.Registration reg;
+        try {
+            if (!in.authenticated) {
+                HandshakeServer.Result r = in.handshake.step();
+                switch (r.status()) {
+                    case IN_PROGRESS -> {
+                        key.interestOps(r.interestOps());
+                        return;
+                    }
+                    case FAILED -> throw r.error();
+                    case DONE -> {
+                        in.authenticated = true;
+                        in.idleDeadline = System.nanoTime() + HANDSHAKE_TIMEOUT.toNanos();
+                        in.rankSize = BootstrapWire.parseHello(in.handshake.hello(), in.from);
+                        key.interestOps(SelectionKey.OP_READ);
+                    }
+                }
+            }
+            reg = readRegistration((SocketChannel) key.channel(), in);
+        } catch (JcclException | IOException e) {
+            drop(key, in, e);
+            return;
+        } catch (RuntimeException e) {
+            // A decoder bug on one peer's bytes must cost that connection only, not the whole root.
+            drop(key, in, new IOException("unexpected " + e, e));
+            return;
+        }
+        if (reg != null) {
+            incoming--;
+            onArrival(new Arrival((SocketChannel) key.channel(), key, reg, in.from));
+        }
+    }
+
+    /** Drops a connection past its handshake deadline, or an authenticated one whose registration stalled. */
+    private void checkDeadline(SelectionKey key, Incoming in, long now) {
+        if (!in.authenticated) {
+            HandshakeServer.Result r = in.handshake.expired(now);
+            if (r != null) {
+                drop(key, in, r.error());
+            }
+        } else if (now - in.idleDeadline >= 0) {
+            drop(key, in, new SocketTimeoutException("no registration bytes within " + HANDSHAKE_TIMEOUT.toMillis() + " ms"));
+        }
+    }
+
+    /**
+     * Reads what has arrived of the registration frame; returns the checked registration once it is
+     * whole, null while more is to come. The body buffer is allocated only here, after the handshake,
+     * and only for a length within {@link BootstrapWire#MAX_REGISTRATION_FRAME}.
+     */
+    private BootstrapWire.Registration readRegistration(SocketChannel ch, Incoming in) throws IOException {
+        boolean progressed = false;
+        boolean eof = false;
+        if (in.body == null) {
+            int before = in.length.position();
+            eof = readAvailable(ch, in.length);
+            progressed = in.length.position() > before;
+            if (!in.length.hasRemaining()) {
+                int length = in.length.getInt(0);
+                BootstrapWire.checkFrameLength(length, BootstrapWire.MAX_REGISTRATION_FRAME, in.from);
+                in.type = ByteBuffer.allocate(1);
+                in.body = ByteBuffer.allocate(length - 1);
+            }
+        }
+        if (in.body != null && !eof) {
+            long before = in.type.position() + (long) in.body.position();
+            eof = readAvailable(ch, in.type, in.body);
+            progressed |= in.type.position() + (long) in.body.position() > before;
+        }
+        if (in.body != null && !in.type.hasRemaining() && !in.body.hasRemaining()) {
+            return checkRegistration(in, Byte.toUnsignedInt(in.type.get(0)), in.body.array());
+        }
+        if (eof) {
+            throw new EOFException("the peer closed its connection before its registration was complete");
+        }
+        if (progressed) {
+            in.idleDeadline = System.nanoTime() + HANDSHAKE_TIMEOUT.toNanos();
+        }
+        return null;
+    }
+
+    /** Reads what is available into {@code bufs} without blocking; returns true at end of stream. */
+    private static boolean readAvailable(SocketChannel ch, ByteBuffer... bufs) throws IOException {
+        while (bufs[bufs.length - 1].hasRemaining()) {
+            long n = ch.read(bufs);
+            if (n < 0) {
+                return true;
+            }
+            if (n == 0) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    private static BootstrapWire.Registration checkRegistration(Incoming in, int type, byte[] body) {
+        String from = in.from;
+        if (type != BootstrapWire.REGISTER) {
+            throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " sent bootstrap frame type " + type
+                    + " instead of a registration");
+        }
+        BootstrapWire.Registration reg = BootstrapWire.parseRegistration(body, from);
+        int[] rankSize = in.rankSize;
+        if (reg.rank() != rankSize[0] || reg.size() != rankSize[1] || reg.info().rank() != reg.rank()) {
+            throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " authenticated as rank " + rankSize[0] + " of "
+                    + rankSize[1] + " but registered rank " + reg.rank() + " of " + reg.size() + " with the peer info of rank "
+                    + reg.info().rank() + "; a jccl bug, please report it");
+        }
+        return reg;
+    }
+
+    /** Drops an unregistered connection with one warning; a peer that proved the secret is told why. */
+    private void drop(SelectionKey key, Incoming in, Exception e) {
+        SocketChannel ch = (SocketChannel) key.channel();
+        incoming--;
+        dropped.incrementAndGet();
+        if (e instanceof JcclException je) {
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + je.getMessage());
+            if (in.authenticated) {
+                // The peer proved the secret, so it is one of ours with a bug or another version: tell it why.
+                writeOnce(ch, BootstrapWire.errorFrame(je.code(), "the bootstrap root at " + where + " refused this rank: " + je.getMessage()));
+            }
+        } else if (!closeRequested && stopFrame == null) {
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": connection from " + in.from + " failed during "
+                    + (in.authenticated ? "registration" : "the handshake") + " (" + e + "); dropped");
+        }
+        key.cancel();
+        closeQuietly(ch, null);
+    }
+
+    private void onArrival(Arrival a) {
         BootstrapWire.Registration reg = a.registration();
         PeerInfo info = reg.info();
         int rank = reg.rank();
@@ -375,8 +499,9 @@ public final class BootstrapRoot implements AutoCloseable {
             return;
         }
         SocketChannel ch = a.channel();
-        ch.configureBlocking(false);
-        SelectionKey key = ch.register(selector, SelectionKey.OP_READ);
+        // The handshake's key, on this selector already: from now on it watches for the registrant closing.
+        SelectionKey key = a.key();
+        key.interestOps(SelectionKey.OP_READ);
         Registrant r = new Registrant(ch, key, info, a.from());
         key.attach(r);
         registered.put(rank, r);
@@ -510,6 +635,13 @@ public final class BootstrapRoot implements AutoCloseable {
      */
     private int sendToAll(byte[] frame, Duration timeout) throws IOException {
         Map<SelectionKey, ByteBuffer> pending = new HashMap<>();
+        for (SelectionKey key : selector.keys()) {
+            if (key.isValid() && key.attachment() instanceof Incoming) {
+                // Not served while the reply goes out (they are closed when the root stops); a ready key left
+                // in its interest set would make every select below return at once.
+                key.interestOps(0);
+            }
+        }
         for (Registrant r : registered.values()) {
             if (r.key().isValid()) {
                 r.key().interestOps(SelectionKey.OP_WRITE);
@@ -560,14 +692,24 @@ public final class BootstrapRoot implements AutoCloseable {
         return sent;
     }
 
-    /** Tells arrivals that reached the queue after the root stopped why they cannot join; safe from any thread. */
-    private void drainLateArrivals() {
-        byte[] frame = stopFrame;
-        Arrival a;
-        while ((a = arrivals.poll()) != null) {
-            writeOnce(a.channel(), frame);
-            closeQuietly(a.channel(), null);
+    /**
+     * Closes the connections still in their handshake or registration when the root stops; those that
+     * already proved the secret are told why they cannot join ({@code frame}).
+     */
+    private void closeIncoming(byte[] frame) {
+        if (!selector.isOpen()) {
+            return;
         }
+        for (SelectionKey key : List.copyOf(selector.keys())) {
+            if (key.attachment() instanceof Incoming in) {
+                SocketChannel ch = (SocketChannel) key.channel();
+                if (in.authenticated) {
+                    writeOnce(ch, frame);
+                }
+                closeQuietly(ch, null);
+            }
+        }
+        incoming = 0;
     }
 
     /** One non-blocking write of a small frame; a peer that does not take it all is not waited for. */

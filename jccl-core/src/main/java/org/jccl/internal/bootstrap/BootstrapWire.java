@@ -142,14 +142,24 @@ final class BootstrapWire {
      */
     static Frame readFrame(DataInputStream in, int max, String from) throws IOException {
         int length = in.readInt();
-        if (length < 1 || length > max) {
-            throw new JcclException(ErrorCode.PROTOCOL, "bootstrap frame from " + from + " claims " + Integer.toUnsignedString(length)
-                    + " bytes (allowed 1.." + max + "): not a jccl bootstrap peer, or another jccl version");
-        }
+        checkFrameLength(length, max, from);
         int type = in.readUnsignedByte();
         byte[] body = new byte[length - 1];
         in.readFully(body);
         return new Frame(type, body);
+    }
+
+    /**
+     * Refuses a frame length outside 1..{@code max} before anything is allocated for the body; shared
+     * by the blocking reader and the root's non-blocking one so both say the same.
+     *
+     * @throws JcclException PROTOCOL for a length out of bounds
+     */
+    static void checkFrameLength(int length, int max, String from) {
+        if (length < 1 || length > max) {
+            throw new JcclException(ErrorCode.PROTOCOL, "bootstrap frame from " + from + " claims " + Integer.toUnsignedString(length)
+                    + " bytes (allowed 1.." + max + "): not a jccl bootstrap peer, or another jccl version");
+        }
     }
 
     /** "10.0.0.1:29500", "[fe80::1]:29500". */

@@ -31,7 +31,9 @@ import org.jccl.JcclException;
  * </pre>
  * Sizes are bounded ({@link #MAX_HELLO}); anything else drops the connection with a one-line reason.
  * The exchange is blocking on a channel in blocking mode, with a read timeout; callers switch the
- * channel to non-blocking afterwards if they want.
+ * channel to non-blocking afterwards if they want. Servers that must not spend a thread per
+ * unauthenticated connection use {@link HandshakeServer}, the same acceptor side as a non-blocking
+ * state machine driven by a selector.
  */
 public final class Handshake {
 
@@ -40,9 +42,10 @@ public final class Handshake {
     /** Largest hello accepted. */
     public static final int MAX_HELLO = 4096;
 
-    private static final int MAGIC = 0x4A43434C; // "JCCL"
-    private static final int NONCE = 16;
-    private static final int MAC_LEN = 32;
+    // Package-visible so HandshakeServer speaks exactly these bytes without a second copy of them.
+    static final int MAGIC = 0x4A43434C; // "JCCL"
+    static final int NONCE = 16;
+    static final int MAC_LEN = 32;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     /** What the connection is for; a data connection cannot be replayed against a bootstrap port. */
@@ -196,12 +199,12 @@ public final class Handshake {
         return "unknown(" + k + ")";
     }
 
-    private static int timeoutMillis(Duration timeout) {
+    static int timeoutMillis(Duration timeout) {
         long ms = Math.max(1, timeout.toMillis());
         return (int) Math.min(Integer.MAX_VALUE, ms);
     }
 
-    private static String remote(SocketChannel ch) {
+    static String remote(SocketChannel ch) {
         try {
             if (ch.getRemoteAddress() instanceof java.net.InetSocketAddress a && a.getAddress() != null) {
                 String h = a.getAddress().getHostAddress();
@@ -213,7 +216,7 @@ public final class Handshake {
         }
     }
 
-    private static byte[] nonce() {
+    static byte[] nonce() {
         byte[] b = new byte[NONCE];
         RANDOM.nextBytes(b);
         return b;

@@ -36,6 +36,7 @@ import org.jccl.JcclException;
 import org.jccl.JcclId;
 import org.jccl.JcclTimeoutException;
 import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.HandshakeThreads;
 import org.jccl.spi.PeerInfo;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -273,6 +274,67 @@ class BootstrapTest {
                 s.close();
             }
         }
+    }
+
+    @Test
+    @Timeout(30)
+    void aHandshakeInProgressHasNoThreadOfItsOwn() throws Exception {
+        BootstrapRoot root = root(CONFIG);
+        try (Socket silent = new Socket(LOOPBACK, root.address().getPort())) {
+            // The challenge arrived: the root is in the handshake with this connection right now.
+            new DataInputStream(silent.getInputStream()).readFully(new byte[23]);
+            assertEquals(List.of(), HandshakeThreads.live(), "threads serving a handshake");
+        }
+        JcclId id = id(root);
+        Future<PeerInfo[]> r0 = rank(id, 0, 2);
+        Future<PeerInfo[]> r1 = rank(id, 1, 2);
+        assertTable(get(r0), 2);
+        assertTable(get(r1), 2);
+    }
+
+    @Test
+    @Timeout(30)
+    void aRegistrationArrivingInPiecesIsReadWithoutBlockingTheRoot() throws Exception {
+        BootstrapRoot root = root(CONFIG);
+        try (SocketChannel ch = SocketChannel.open(root.address())) {
+            Handshake.connect(ch, secret, Handshake.Kind.BOOTSTRAP, BootstrapWire.hello(0, 2), Duration.ofSeconds(5));
+            ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+            byte[] frame = BootstrapWire.registerFrame(0, 2, PeerInfoCodec.encode(peer(0)));
+            // Rank 1 registers in full while rank 0's frame is still trickling in.
+            Future<PeerInfo[]> r1 = rank(id(root), 1, 2);
+            await(() -> root.arrivedCount() == 1, "rank 1 registered while rank 0's frame is incomplete");
+            for (byte b : frame) {
+                ch.write(ByteBuffer.wrap(new byte[] {b}));
+                Thread.sleep(1);
+            }
+            BootstrapWire.Frame reply = BootstrapWire.readFrame(new DataInputStream(ch.socket().getInputStream()),
+                    BootstrapWire.MAX_REPLY_FRAME, "root");
+            assertEquals(BootstrapWire.TABLE, reply.type());
+            assertTable(PeerInfoCodec.decodeAll(reply.body()), 2);
+            assertTable(get(r1), 2);
+        }
+    }
+
+    @Test
+    @Timeout(30)
+    void anAuthenticatedOversizedRegistrationIsToldWhy() throws Exception {
+        BootstrapRoot root = root(CONFIG);
+        try (SocketChannel ch = SocketChannel.open(root.address())) {
+            Handshake.connect(ch, secret, Handshake.Kind.BOOTSTRAP, BootstrapWire.hello(0, 2), Duration.ofSeconds(5));
+            ch.write(ByteBuffer.allocate(4).putInt(BootstrapWire.MAX_REGISTRATION_FRAME + 1).flip());
+            BootstrapWire.Frame reply = BootstrapWire.readFrame(new DataInputStream(ch.socket().getInputStream()),
+                    BootstrapWire.MAX_REPLY_FRAME, "root");
+            assertEquals(BootstrapWire.ERROR, reply.type());
+            JcclException e = BootstrapWire.parseError(reply.body(), "root");
+            assertEquals(ErrorCode.PROTOCOL, e.code(), e.getMessage());
+            assertTrue(e.getMessage().contains("claims " + (BootstrapWire.MAX_REGISTRATION_FRAME + 1) + " bytes (allowed 1.."
+                    + BootstrapWire.MAX_REGISTRATION_FRAME + ")"), e.getMessage());
+        }
+        JcclId id = id(root);
+        Future<PeerInfo[]> r0 = rank(id, 0, 2);
+        Future<PeerInfo[]> r1 = rank(id, 1, 2);
+        assertTable(get(r0), 2);
+        assertTable(get(r1), 2);
     }
 
     @Test

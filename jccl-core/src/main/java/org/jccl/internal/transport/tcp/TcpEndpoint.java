@@ -11,19 +11,21 @@ import java.net.SocketTimeoutException;
 import java.net.StandardProtocolFamily;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
 import java.time.Duration;
-import java.util.Set;
+import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
 import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.JcclTimeoutException;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.HandshakeServer;
 import org.jccl.internal.net.Interfaces;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
@@ -41,11 +43,14 @@ import org.jccl.spi.TransportContext;
  * two ranks connecting to each other in any order cannot deadlock.
  *
  * <h2>Accepting</h2>
- * The acceptor ({@code jccl-tcp-accept-r<rank>}, a daemon platform thread) accepts and hands every
- * socket to a short-lived virtual thread that runs {@link Handshake#accept} (bounded at {@value
- * #MAX_PENDING_HANDSHAKES} at a time; further connections wait in the kernel's backlog). A silent
- * or slow client therefore delays nobody else. Only after the handshake proves the secret does
- * the socket get a slot; connections with a wrong secret, a foreign communicator id, an impossible
+ * The acceptor ({@code jccl-tcp-accept-r<rank>}, a daemon platform thread) runs one selector over
+ * the listening socket and every accepted socket still in its handshake, each driven by a
+ * non-blocking {@link HandshakeServer}: no thread and no buffer beyond the handshake's fixed-size
+ * state exists for a connection until it has proven the secret. At most {@value
+ * #MAX_PENDING_HANDSHAKES} handshakes run at once; while that many are in progress the acceptor
+ * stops accepting and further connections wait in the kernel's backlog. A handshake not finished
+ * within {@link #ACCEPT_HANDSHAKE_TIMEOUT} is dropped, so a silent or slow client delays nobody
+ * else. Only after the handshake proves the secret does the socket get a slot; connections with a wrong secret, a foreign communicator id, an impossible
  * rank, or a duplicate socket index are dropped with one warning and do not affect the job.
  *
  * <p><b>Threading:</b> {@link #connect} is called by the communicator's operation thread;
@@ -58,6 +63,10 @@ final class TcpEndpoint implements Endpoint {
     /** Handshakes in progress at once; beyond that, connections wait in the listen backlog. */
     static final int MAX_PENDING_HANDSHAKES = 64;
     private static final int BACKLOG = 1024;
+    /** Longest select: how late a handshake deadline or close() may be noticed. */
+    private static final long SELECT_MS = 100;
+    /** Pause after a failed accept, so an out-of-descriptors listener does not spin. */
+    private static final long ACCEPT_PAUSE_NANOS = 100_000_000L;
     /** First and largest pause between refused connection attempts. */
     private static final long BACKOFF_START_MS = 10;
     private static final long BACKOFF_MAX_MS = 1000;
@@ -73,9 +82,13 @@ final class TcpEndpoint implements Endpoint {
     private final InetSocketAddress local;
     private final byte[] address;
     private final Thread acceptor;
-    private final Semaphore handshakePermits = new Semaphore(MAX_PENDING_HANDSHAKES);
-    /** Sockets in the handshake, closed by {@link #close} so their threads end at once. */
-    private final Set<SocketChannel> handshaking = ConcurrentHashMap.newKeySet();
+    /** The acceptor's selector: the listening socket and every handshake in progress. */
+    private final Selector selector;
+    private final SelectionKey acceptKey;
+    /** Handshakes registered with the selector; acceptor thread only. */
+    private int pendingHandshakes;
+    /** After a failed accept (out of descriptors), accepting resumes at this nanoTime; acceptor thread only. */
+    private long acceptPausedUntil = System.nanoTime();
     /** Sockets from lower ranks, by peer rank, until {@link #connect} claims them. */
     private final ConcurrentHashMap<Integer, PeerSlot> slots = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Integer, TcpConnection> connections = new ConcurrentHashMap<>();
@@ -91,6 +104,14 @@ final class TcpEndpoint implements Endpoint {
         this.server = server;
         this.local = (InetSocketAddress) server.getLocalAddress();
         this.address = TcpWire.encodeAddress(local);
+        server.configureBlocking(false);
+        this.selector = Selector.open();
+        try {
+            this.acceptKey = server.register(selector, SelectionKey.OP_ACCEPT);
+        } catch (IOException e) {
+            selector.close();
+            throw e;
+        }
         this.acceptor = Thread.ofPlatform().name("jccl-tcp-accept-r" + rank).daemon(true).unstarted(this::acceptLoop);
     }
 
@@ -121,7 +142,14 @@ final class TcpEndpoint implements Endpoint {
                     + Settings.SOCKET_FAMILY.name() + "; check that it belongs to this host and that the process may open"
                     + " sockets (ulimit -n)", e);
         }
-        TcpEndpoint ep = new TcpEndpoint(ctx, server, nsocks, socketBuffer, connectTimeout);
+        TcpEndpoint ep;
+        try {
+            ep = new TcpEndpoint(ctx, server, nsocks, socketBuffer, connectTimeout);
+        } catch (IOException e) {
+            server.close();
+            throw new IOException("rank " + ctx.rank() + " cannot serve its TCP listening socket: " + e.getMessage()
+                    + " (out of file descriptors? raise ulimit -n)", e);
+        }
         ep.acceptor.start();
         Log.trace(Log.Subsys.NET, ctx.rank(), "TCP endpoint listening on " + TcpWire.format(ep.local) + " (" + nsocks
                 + (nsocks == 1 ? " socket" : " sockets") + " per peer)");
@@ -376,73 +404,144 @@ final class TcpEndpoint implements Endpoint {
 
     // ------------------------------------------------------------------ acceptor
 
+    /**
+     * The acceptor thread: one selector serves the listening socket and every handshake in progress.
+     * No thread and no peer-sized buffer exists for a connection before it has proven the secret.
+     */
     private void acceptLoop() {
-        while (!closed) {
-            try {
-                handshakePermits.acquire();
-            } catch (InterruptedException e) {
-                return;
-            }
-            SocketChannel ch;
-            try {
-                ch = server.accept();
-            } catch (ClosedChannelException e) {
-                handshakePermits.release();
-                return;
-            } catch (IOException e) {
-                handshakePermits.release();
+        try {
+            while (!closed) {
+                long now = System.nanoTime();
+                // At the cap, stop accepting: further connections wait in the kernel's backlog until a slot frees up.
+                boolean accepting = pendingHandshakes < MAX_PENDING_HANDSHAKES && now - acceptPausedUntil >= 0;
+                if (acceptKey.isValid()) {
+                    acceptKey.interestOps(accepting ? SelectionKey.OP_ACCEPT : 0);
+                }
+                selector.select(SELECT_MS);
                 if (closed) {
                     return;
                 }
-                // Typically EMFILE (out of file descriptors): warn, pause so the loop does not spin, keep serving.
-                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + " failed to accept a connection: "
-                        + e.getMessage() + " (out of file descriptors? raise ulimit -n)");
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException ie) {
-                    return;
+                for (Iterator<SelectionKey> it = selector.selectedKeys().iterator(); it.hasNext(); ) {
+                    SelectionKey key = it.next();
+                    it.remove();
+                    if (!key.isValid()) {
+                        continue;
+                    }
+                    if (key == acceptKey) {
+                        acceptSome();
+                    } else {
+                        HandshakeServer hs = (HandshakeServer) key.attachment();
+                        try {
+                            onStep(key, hs, hs.step());
+                        } catch (IOException | RuntimeException e) {
+                            // Whatever goes wrong with one connection costs that connection only, not the acceptor.
+                            drop(key, hs, e);
+                        }
+                    }
                 }
-                continue;
+                // Deadlines: a silent client is dropped after ACCEPT_HANDSHAKE_TIMEOUT, checked at least every SELECT_MS.
+                now = System.nanoTime();
+                for (SelectionKey key : selector.keys()) {
+                    if (key != acceptKey && key.isValid() && key.attachment() instanceof HandshakeServer hs) {
+                        HandshakeServer.Result r = hs.expired(now);
+                        if (r != null) {
+                            onStep(key, hs, r);
+                        }
+                    }
+                }
             }
-            handshaking.add(ch);
-            if (closed) {
-                // close() may have swept the set before this socket entered it.
-                handshaking.remove(ch);
-                closeQuietly(ch);
-                handshakePermits.release();
-                return;
+        } catch (IOException | RuntimeException e) {
+            if (!closed) {
+                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": its acceptor failed (" + e
+                        + "); no further connections are accepted. This is a jccl bug, please report it with this log");
+            }
+        } finally {
+            // Unauthenticated connections die with the acceptor; authenticated ones already left the selector.
+            for (SelectionKey key : selector.keys()) {
+                if (key != acceptKey) {
+                    closeQuietly((SocketChannel) key.channel());
+                }
             }
             try {
-                Thread.ofVirtual().name("jccl-tcp-handshake-r" + rank).start(() -> {
-                    try {
-                        admit(ch);
-                    } finally {
-                        handshaking.remove(ch);
-                        handshakePermits.release();
-                    }
-                });
-            } catch (RuntimeException | OutOfMemoryError e) {
-                handshaking.remove(ch);
-                closeQuietly(ch);
-                handshakePermits.release();
-                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + " could not start a handshake thread: " + e);
+                selector.close();
+            } catch (IOException ignored) {
+                // The descriptors are released either way.
             }
         }
     }
 
-    /** Authenticates one accepted socket and hands it to its peer's slot, or drops it with one warning. */
-    private void admit(SocketChannel ch) {
-        String from = remoteOf(ch);
-        byte[] raw;
-        try {
-            raw = Handshake.accept(ch, ctx.secret(), Handshake.Kind.DATA, ACCEPT_HANDSHAKE_TIMEOUT);
-        } catch (JcclException | IOException e) {
-            closeQuietly(ch);
-            if (!closed) {
-                Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, from));
+    /** Accepts what the backlog holds, up to the handshake cap, and starts each one's handshake. */
+    private void acceptSome() {
+        while (pendingHandshakes < MAX_PENDING_HANDSHAKES) {
+            SocketChannel ch;
+            try {
+                ch = server.accept();
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (IOException e) {
+                if (!closed) {
+                    // Typically EMFILE (out of file descriptors): warn, pause accepting so the loop does not spin, keep serving.
+                    Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + " failed to accept a connection: "
+                            + e.getMessage() + " (out of file descriptors? raise ulimit -n)");
+                    acceptPausedUntil = System.nanoTime() + ACCEPT_PAUSE_NANOS;
+                }
+                return;
             }
-            return;
+            if (ch == null) {
+                return;
+            }
+            HandshakeServer hs;
+            SelectionKey key;
+            try {
+                ch.configureBlocking(false);
+                hs = HandshakeServer.start(ch, ctx.secret(), Handshake.Kind.DATA, ACCEPT_HANDSHAKE_TIMEOUT);
+                key = ch.register(selector, 0, hs);
+            } catch (IOException e) {
+                closeQuietly(ch);
+                if (!closed) {
+                    Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, remoteOf(ch)));
+                }
+                continue;
+            }
+            pendingHandshakes++;
+            try {
+                // Send the challenge at once; the socket's send buffer normally takes all 23 bytes.
+                onStep(key, hs, hs.step());
+            } catch (IOException | RuntimeException e) {
+                drop(key, hs, e);
+            }
         }
+    }
+
+    /** Acts on one handshake result: wait for more, hand an authenticated socket on, or drop it. */
+    private void onStep(SelectionKey key, HandshakeServer hs, HandshakeServer.Result r) {
+        switch (r.status()) {
+            case IN_PROGRESS -> key.interestOps(r.interestOps());
+            case DONE -> {
+                // Leave the acceptor's selector; the channel stays non-blocking, as TcpConnection expects.
+                key.cancel();
+                pendingHandshakes--;
+                admit((SocketChannel) key.channel(), hs.hello(), hs.remote());
+            }
+            case FAILED -> drop(key, hs, r.error());
+        }
+    }
+
+    /** Closes a connection whose handshake failed, with one warning; the job is not affected. */
+    private void drop(SelectionKey key, HandshakeServer hs, Exception e) {
+        if (key.isValid()) {
+            // Still counted as a handshake (a failure after DONE already left the count when the key was cancelled).
+            key.cancel();
+            pendingHandshakes--;
+        }
+        closeQuietly((SocketChannel) key.channel());
+        if (!closed) {
+            Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, hs.remote()));
+        }
+    }
+
+    /** Hands an authenticated socket to its peer's slot, or drops it with one warning. */
+    private void admit(SocketChannel ch, byte[] raw, String from) {
         TcpWire.Hello hello = TcpWire.Hello.parse(raw);
         String reason;
         if (hello == null) {
@@ -508,7 +607,10 @@ final class TcpEndpoint implements Endpoint {
         }
     }
 
-    /** Stops the acceptor, closes the listening socket, every socket waiting to be claimed and every connection. */
+    /**
+     * Stops the acceptor (which closes the sockets still in their handshake), closes the listening
+     * socket, every socket waiting to be claimed and every connection.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -520,10 +622,8 @@ final class TcpEndpoint implements Endpoint {
         } catch (IOException ignored) {
             // The listener is gone either way.
         }
-        acceptor.interrupt();
-        for (SocketChannel ch : handshaking) {
-            closeQuietly(ch);
-        }
+        // The acceptor notices at once, and closes the sockets still in their handshake as it exits.
+        selector.wakeup();
         for (PeerSlot slot : slots.values()) {
             slot.close();
         }

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.DataInputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,6 +31,7 @@ import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.JcclTimeoutException;
 import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.HandshakeThreads;
 import org.jccl.internal.transport.tcp.TcpTestSupport.Cluster;
 import org.jccl.internal.transport.tcp.TcpTestSupport.TestContext;
 import org.jccl.spi.Connection;
@@ -353,6 +355,21 @@ class TcpTransportTest {
                 assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "rank 1 drops a hello from a higher rank");
             }
             exchange(c, 64);
+        }
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void aHandshakeInProgressHasNoThreadOfItsOwn() throws Exception {
+        try (Cluster c = new Cluster(2, loopback())) {
+            InetSocketAddress a = TcpWire.decodeAddress(c.ep[1].address());
+            try (Socket silent = new Socket()) {
+                silent.connect(a, 5000);
+                // The challenge arrived: rank 1's acceptor is in the handshake with this socket right now.
+                new DataInputStream(silent.getInputStream()).readFully(new byte[23]);
+                assertEquals(List.of(), HandshakeThreads.live(), "threads serving a handshake");
+                exchange(c, 64);
+            }
         }
     }
 
