@@ -497,17 +497,19 @@ public final class CommunicatorImpl implements Communicator {
         ctx.wake();
         releaseEndpoints();
         failQueued();
-        // Not from the operation thread, nor from a thread running an operation inline: the
-        // operation thread needs the execution lock to finish, so waiting for it here would stall.
-        if (Thread.currentThread() != opThread && !execLock.isHeldByCurrentThread()) {
+        if (Thread.currentThread() != opThread) {
             queue.offer(POISON);
             opThread.interrupt();
-            try {
-                opThread.join(TimeUnit.SECONDS.toMillis(1));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+            // Not from a thread running an operation inline: the operation thread needs the execution
+            // lock to finish, so waiting for it there would stall (it exits once the lock is released).
+            if (!execLock.isHeldByCurrentThread()) {
+                try {
+                    opThread.join(TimeUnit.SECONDS.toMillis(1));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                failQueued();
             }
-            failQueued();
         }
     }
 
@@ -557,12 +559,19 @@ public final class CommunicatorImpl implements Communicator {
         }
     }
 
+    /** Fails every queued operation; a queued stop request (from close()) stays queued. */
     private void failQueued() {
+        boolean stop = false;
         Op op;
         while ((op = queue.poll()) != null) {
-            if (op != POISON) {
+            if (op == POISON) {
+                stop = true;
+            } else {
                 op.work.fail(aborted(op));
             }
+        }
+        if (stop) {
+            queue.offer(POISON);
         }
     }
 
@@ -601,6 +610,12 @@ public final class CommunicatorImpl implements Communicator {
                 } finally {
                     execLock.unlock();
                     finished();
+                }
+                if (abortCause != null) {
+                    // Aborted (by this operation's failure or by abort()): nothing will run any more,
+                    // release the connections and end the thread now rather than at close().
+                    failQueued();
+                    break;
                 }
             }
         } finally {
