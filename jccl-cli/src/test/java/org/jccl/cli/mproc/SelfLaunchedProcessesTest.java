@@ -101,10 +101,16 @@ class SelfLaunchedProcessesTest {
                 String out = procs.get(r).output();
                 assertTrue(out.contains("SURVIVOR FAILED org.jccl."), out);
             }
-            // Rank 0 talks to rank 1 first (its barrier sends there), so its error is about rank 1. Rank 2 may
-            // learn of the failure through rank 0 instead, so only the kind of its error is fixed.
+            // Rank 0's barrier sends to rank 1. If rank 1 is already gone, rank 0's error names it. But rank 1's
+            // acceptor may still complete the handshake before its process exits; rank 0's send then lands in
+            // the socket buffer, and an idle connection's close is only seen at its next send or receive. Rank 0
+            // then learns of the failure through rank 2, which aborts after its own wait for rank 1 and closes
+            // its sockets at once; that error must then say so (a cascade, not a silent hang). Telling every
+            // survivor the root cause needs failure propagation on a side channel (the faults issue).
             String first = procs.get(0).output();
-            assertTrue(first.contains("rank 1 "), "rank 0's error must name the dead rank:\n" + first);
+            assertTrue(first.contains("rank 1 ")
+                    || (first.contains("rank 2 ") && first.contains("closed its communicator after an error of its own")),
+                    "rank 0's error must name the dead rank, or the survivor that failed because of it:\n" + first);
         }
     }
 }
