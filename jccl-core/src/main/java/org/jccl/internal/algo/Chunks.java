@@ -58,11 +58,4 @@ final class Chunks {
         return sliceElems;
     }
 
-    long maxChunk() {
-        long m = 0;
-        for (long l : length) {
-            m = Math.max(m, l);
-        }
-        return m;
-    }
 }

@@ -78,7 +78,7 @@ public final class CommunicatorImpl implements Communicator {
     private volatile boolean closing;
     private volatile boolean resourcesReleased;
 
-    private static final Op POISON = new LambdaOp("close", 0, null, null, -1, false, c -> { });
+    private static final Op POISON = new LambdaOp("close", 0, null, null, -1, c -> { });
 
     CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, PeerInfo[] peers,
                      List<Transport> transports, Map<Transport, Endpoint> endpoints, TransportContextImpl transportContext) {
@@ -143,10 +143,6 @@ public final class CommunicatorImpl implements Communicator {
         return peers[r];
     }
 
-    PeerInfo[] peerInfos() {
-        return peers.clone();
-    }
-
     long chunkBytes() {
         return chunkBytes;
     }
@@ -195,7 +191,7 @@ public final class CommunicatorImpl implements Communicator {
         boolean inPlace = Staging.inPlace(c, send, recv, bytes, 0);
         MemorySegment r = st.output(c, "recv", recv, bytes, inPlace);
         MemorySegment s = inPlace ? r : st.input(c, "send", send, bytes);
-        return submit(new LambdaOp(c, bytes, t, op, -1, false, x -> Collectives.allReduce(x, s, r, count, t, op)), st);
+        return submit(new LambdaOp(c, bytes, t, op, -1, x -> Collectives.allReduce(x, s, r, count, t, op)), st);
     }
 
     @Override
@@ -220,7 +216,7 @@ public final class CommunicatorImpl implements Communicator {
             s = inPlace ? r : st.input(c, "send", send, bytes);
         }
         MemorySegment ss = s;
-        return submit(new LambdaOp(c, bytes, t, null, root, false, x -> Collectives.broadcast(x, ss, r, bytes, root)), st);
+        return submit(new LambdaOp(c, bytes, t, null, root, x -> Collectives.broadcast(x, ss, r, bytes, root)), st);
     }
 
     @Override
@@ -244,7 +240,7 @@ public final class CommunicatorImpl implements Communicator {
         }
         MemorySegment s = inPlace ? r : st.input(c, "send", send, bytes);
         MemorySegment rr = r;
-        return submit(new LambdaOp(c, bytes, t, op, root, false, x -> Collectives.reduce(x, s, rr, count, t, op, root)), st);
+        return submit(new LambdaOp(c, bytes, t, op, root, x -> Collectives.reduce(x, s, rr, count, t, op, root)), st);
     }
 
     @Override
@@ -260,7 +256,7 @@ public final class CommunicatorImpl implements Communicator {
         boolean inPlace = Staging.inPlace(c, send, recv, bytes, bytes * rank);
         MemorySegment r = st.output(c, "recv", recv, bytes * size, inPlace);
         MemorySegment s = inPlace ? r.asSlice(bytes * rank, bytes) : st.input(c, "send", send, bytes);
-        return submit(new LambdaOp(c, bytes * size, t, null, -1, false, x -> Collectives.allGather(x, s, r, bytes)), st);
+        return submit(new LambdaOp(c, bytes * size, t, null, -1, x -> Collectives.allGather(x, s, r, bytes)), st);
     }
 
     @Override
@@ -284,7 +280,7 @@ public final class CommunicatorImpl implements Communicator {
             s = st.input(c, "send", send, bytes * size);
             r = st.output(c, "recv", recv, bytes, false);
         }
-        return submit(new LambdaOp(c, bytes * size, t, op, -1, false, x -> Collectives.reduceScatter(x, s, r, count, t, op)), st);
+        return submit(new LambdaOp(c, bytes * size, t, op, -1, x -> Collectives.reduceScatter(x, s, r, count, t, op)), st);
     }
 
     @Override
@@ -304,7 +300,7 @@ public final class CommunicatorImpl implements Communicator {
         boolean inPlace = Staging.inPlace(c, send, recv, block * size, 0);
         MemorySegment r = st.output(c, "recv", recv, block * size, inPlace);
         MemorySegment s = inPlace ? r : st.input(c, "send", send, block * size);
-        return submit(new LambdaOp(c, block * size, t, null, -1, false, x -> Collectives.allToAll(x, s, r, block)), st);
+        return submit(new LambdaOp(c, block * size, t, null, -1, x -> Collectives.allToAll(x, s, r, block)), st);
     }
 
     @Override
@@ -336,7 +332,7 @@ public final class CommunicatorImpl implements Communicator {
         for (long x : sc) {
             total += x;
         }
-        return submit(new LambdaOp(c, t.bytes(total), t, null, -1, false,
+        return submit(new LambdaOp(c, t.bytes(total), t, null, -1,
                 x -> Collectives.allToAllv(x, s, sc, sd, r, rc, rd, t.size())), st);
     }
 
@@ -362,7 +358,7 @@ public final class CommunicatorImpl implements Communicator {
             s = st.input(c, "send", send, bytes);
         }
         MemorySegment rr = r;
-        return submit(new LambdaOp(c, bytes * size, t, null, root, false, x -> Collectives.gather(x, s, rr, bytes, root)), st);
+        return submit(new LambdaOp(c, bytes * size, t, null, root, x -> Collectives.gather(x, s, rr, bytes, root)), st);
     }
 
     @Override
@@ -392,12 +388,12 @@ public final class CommunicatorImpl implements Communicator {
             r = st.output(c, "recv", recv, bytes, false);
         }
         MemorySegment ss = s;
-        return submit(new LambdaOp(c, bytes * size, t, null, root, false, x -> Collectives.scatter(x, ss, r, bytes, root)), st);
+        return submit(new LambdaOp(c, bytes * size, t, null, root, x -> Collectives.scatter(x, ss, r, bytes, root)), st);
     }
 
     @Override
     public Work barrierAsync() {
-        return submit(new LambdaOp("barrier", 0, null, null, -1, false, Collectives::barrier), null);
+        return submit(new LambdaOp("barrier", 0, null, null, -1, Collectives::barrier), null);
     }
 
     @Override
@@ -969,8 +965,4 @@ public final class CommunicatorImpl implements Communicator {
         return e;
     }
 
-    /** The thread that runs this communicator's operations (tests use it to check thread hygiene). */
-    Thread opThread() {
-        return opThread;
-    }
 }

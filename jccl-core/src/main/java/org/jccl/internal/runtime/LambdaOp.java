@@ -13,21 +13,14 @@ final class LambdaOp extends Op {
     }
 
     private final Body body;
-    private final boolean p2p;
 
-    LambdaOp(String name, long bytes, DataType type, ReduceOp reduceOp, int rootOrPeer, boolean p2p, Body body) {
+    LambdaOp(String name, long bytes, DataType type, ReduceOp reduceOp, int rootOrPeer, Body body) {
         super(name, bytes, type, reduceOp, rootOrPeer);
         this.body = body;
-        this.p2p = p2p;
     }
 
     @Override
     void run(OpContext ctx) throws Exception {
         body.run(ctx);
-    }
-
-    @Override
-    boolean isP2p() {
-        return p2p;
     }
 }

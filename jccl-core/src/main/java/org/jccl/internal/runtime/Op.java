@@ -31,11 +31,6 @@ abstract class Op {
     /** Runs the operation to completion, on the operation thread. */
     abstract void run(OpContext ctx) throws Exception;
 
-    /** Whether this is a point-to-point operation (batched together inside a group). */
-    boolean isP2p() {
-        return false;
-    }
-
     /** "allReduce #17 (4096 B float sum)", the way errors name an operation. */
     String describe() {
         StringBuilder sb = new StringBuilder(name).append(" #").append(seq).append(" (").append(bytes).append(" B");

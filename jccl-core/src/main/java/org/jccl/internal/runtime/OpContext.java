@@ -123,17 +123,6 @@ public final class OpContext {
         rs.clear();
     }
 
-    /** Whether the request is done, after one round of progress; throws if it failed. */
-    public boolean test(P2pRequest r) {
-        if (!r.isDone()) {
-            progress();
-        }
-        if (r.isDone()) {
-            check(r);
-            return true;
-        }
-        return false;
-    }
 
     /**
      * Scratch memory of at least {@code bytes} for slot {@code slot} (0..3), reused across operations

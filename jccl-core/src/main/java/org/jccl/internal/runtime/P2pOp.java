@@ -23,9 +23,4 @@ final class P2pOp extends Op {
     void run(OpContext ctx) {
         ctx.await(post(ctx));
     }
-
-    @Override
-    boolean isP2p() {
-        return true;
-    }
 }
