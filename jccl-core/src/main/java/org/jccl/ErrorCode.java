@@ -23,6 +23,8 @@ public enum ErrorCode {
     MISMATCH,
     /** The operating system refused a resource: sockets, ports, file descriptors, memory, /dev/shm. */
     RESOURCE,
+    /** A GPU or its driver (CUDA, NCCL) reported an error, or a device kernel gave up waiting for a peer. */
+    DEVICE,
     /** The communicator was aborted by {@code abort()} or by a failure on another operation. */
     ABORTED,
     /** A bug or an unexpected condition inside jccl. */
