@@ -61,6 +61,18 @@ public final class Settings {
     public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
             "pipelining chunk of ring algorithms, in bytes");
 
+    // ---- GPUs (jccl-cuda)
+    public static final Setting CUDA_WAIT_TIMEOUT = Setting.define("JCCL_CUDA_WAIT_TIMEOUT", null, DURATION_SECONDS, "300", 1, 86_400,
+            "a GPU kernel waiting for a peer GPU gives up after this many seconds and the communicator fails (never a GPU spinning forever)");
+    public static final Setting CUDA_P2P_DISABLE = Setting.define("JCCL_CUDA_P2P_DISABLE", "NCCL_P2P_DISABLE", BOOL, "0", 0, 0,
+            "1: never map peer GPU memory; stage GPU collectives through pinned host memory and the CPU transports");
+    public static final Setting CUDA_NBLOCKS = Setting.define("JCCL_CUDA_NBLOCKS", null, INT, "0", 0, 1024,
+            "thread blocks per GPU collective kernel; 0 picks by message size");
+    public static final Setting CUDA_ONESHOT_MAX = Setting.define("JCCL_CUDA_ONESHOT_MAX", null, BYTES, "256K", 0, 1L << 40,
+            "largest all-reduce (bytes) that uses the one-shot kernel (every GPU reads every peer); above it, two-shot");
+    public static final Setting NCCL_LIBRARY = Setting.define("JCCL_NCCL_LIBRARY", null, STRING, null, 0, 0,
+            "path of libnccl.so.2 for --backend nccl; default: the loader path, then the nvidia-nccl Python wheels");
+
     // ---- diagnostics
     public static final Setting DEBUG = Setting.define("JCCL_DEBUG", "NCCL_DEBUG", STRING, "WARN", 0, 0,
             "log level: NONE, VERSION, WARN, INFO, TRACE");
