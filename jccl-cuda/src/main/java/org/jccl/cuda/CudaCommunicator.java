@@ -1,38 +1,931 @@
 package org.jccl.cuda;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.jccl.Communicator;
+import org.jccl.Config;
+import org.jccl.DataType;
+import org.jccl.ErrorCode;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
 import org.jccl.ReduceOp;
+import org.jccl.cuda.internal.CudaDriver;
+import org.jccl.cuda.internal.Exchange;
+import org.jccl.cuda.internal.InProcessExchange;
+import org.jccl.cuda.internal.IpcExchange;
+import org.jccl.cuda.internal.KernelArgs;
+import org.jccl.cuda.internal.Kernels;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
 
-/** jccl's GPU communicator (implementation in progress). */
+/**
+ * jccl's GPU communicator: collectives between GPUs of one host through peer-mapped memory
+ * (NVLink or PCIe peer-to-peer) with jccl's own kernels, enqueued on the caller's stream.
+ *
+ * <p>Algorithms (each one kernel, bracketed by a start and an end barrier among the ranks'
+ * kernels, see jccl_kernels.cu): all-reduce one-shot (every GPU reads every peer's input and
+ * reduces; small messages, out of place) or two-shot (GPU r reduces slice r from every peer and
+ * writes the result into every peer's output); reduce-scatter and reduce by the same slice scheme;
+ * all-gather, broadcast and all-to-all as pushes (stores into the peers' outputs); send/recv as
+ * pushes after the receiver's kernel says its buffer is free.
+ *
+ * <p>Layouts: {@link #createAll} (one process, several GPUs: peers' pointers are used as they
+ * are) and {@link #create} (one process per GPU: buffers are mapped with CUDA IPC, handles travel
+ * over the host communicator, and mappings are cached).
+ *
+ * <p>Every kernel that waits for a peer polls an abort word and a deadline
+ * ({@code JCCL_CUDA_WAIT_TIMEOUT}); a kernel that gives up records why in host-mapped memory, and
+ * the next call on the communicator throws a {@link CudaException} naming the operation, its
+ * sequence number and the peer.
+ *
+ * <p>Thread safety: one thread per communicator at a time (calls are synchronized); a group
+ * ({@link #groupStart()}) belongs to the thread that opened it.
+ */
 public final class CudaCommunicator implements DeviceCommunicator {
-    private CudaCommunicator() {
+    private static final int MAX_RANKS = KernelArgs.MAX_RANKS;
+    /** Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words; 64 KiB; then the one-shot inbox. */
+    private static final long SIGNAL_BYTES = 64 * 1024;
+    private static final long SELFTEST_WORD = 4200;
+
+    private static final ThreadLocal<GroupState> GROUP = ThreadLocal.withInitial(GroupState::new);
+
+    private final int rank;
+    private final int size;
+    private final CudaDevice device;
+    private final Kernels kernels;
+    private final Exchange exchange;
+    private final long signal;
+    private final long[] peerSignal;
+    private final MemorySegment hostWords;
+    private final long abortDev;
+    private final long statusDev;
+    private final Arena arena = Arena.ofShared();
+    private final KernelArgs args;
+    private final KernelArgs p2pArgs;
+    private final KernelArgs oneShotArgs;
+    private final int maxBlocks;
+    private final long timeoutNs;
+    private final int nblocksOverride;
+    private final long oneshotMax;
+    private final String name;
+
+    private long epoch;
+    private final long[] sendSeq;
+    private final long[] recvSeq;
+    private long p2pBlocks;
+    private long scratch;
+    private long scratchBytes;
+    private volatile boolean aborted;
+    private volatile boolean closed;
+    private final List<String> history = new ArrayList<>();
+
+    private CudaCommunicator(int rank, int size, CudaDevice device, Exchange exchange, long signal, long[] peerSignal,
+                             MemorySegment hostWords, int maxBlocks, Config config, String name) {
+        this.rank = rank;
+        this.size = size;
+        this.device = device;
+        this.exchange = exchange;
+        this.signal = signal;
+        this.peerSignal = peerSignal;
+        this.hostWords = hostWords;
+        this.abortDev = CudaDriver.memHostGetDevicePointer(hostWords);
+        this.statusDev = abortDev + 8;
+        this.kernels = Kernels.on(device);
+        this.maxBlocks = maxBlocks;
+        this.timeoutNs = Settings.CUDA_WAIT_TIMEOUT.getDuration(config).toNanos();
+        this.nblocksOverride = Settings.CUDA_NBLOCKS.getInt(config);
+        this.oneshotMax = oneshotMax(config);
+        this.name = name;
+        this.sendSeq = new long[size];
+        this.recvSeq = new long[size];
+        this.epoch = 0;
+        this.args = KernelArgs.collective(arena);
+        this.p2pArgs = KernelArgs.p2p(arena);
+        this.oneShotArgs = KernelArgs.oneShot(arena);
+        oneShotArgs.clear();
+        oneShotArgs.oneShotCommon(abortDev, statusDev, timeoutNs, rank, size);
+        args.clear();
+        p2pArgs.clear();
+        for (int q = 0; q < size; q++) {
+            args.signal(q, peerSignal[q]);
+            p2pArgs.p2pSignal(q, peerSignal[q]);
+            oneShotArgs.oneShotSignal(q, peerSignal[q]);
+        }
+        args.common(abortDev, statusDev, timeoutNs, rank, size);
+        p2pArgs.p2pCommon(abortDev, statusDev, timeoutNs, rank);
     }
 
-    /** Collective over {@code host}: one GPU per rank, ranks in separate processes (or threads), CUDA IPC between them. */
-    public static CudaCommunicator create(Communicator host, CudaDevice device) {
-        throw new UnsupportedOperationException("not yet");
+    // ================================================================== creation
+
+    /** JCCL_CUDA_ONESHOT_MAX rounded to 256 bytes and capped at 8 MiB (the inbox holds 2 x 8 slots of it). */
+    private static long oneshotMax(Config config) {
+        long v = Settings.CUDA_ONESHOT_MAX.getLong(config);
+        return Math.min(8L << 20, (v + 255) / 256 * 256);
     }
 
-    /** One process driving several GPUs: rank i runs on devices.get(i) (like ncclCommInitAll). */
+    /** Bytes of each rank's peer-mapped area: signal words, then the one-shot inbox [parity][source rank][slot]. */
+    private static long areaBytes(Config config) {
+        return SIGNAL_BYTES + 2L * MAX_RANKS * oneshotMax(config);
+    }
+
+    /** Address of the inbox slot, in the area at {@code area}, for data from {@code src} in operations of {@code parity}. */
+    private long inbox(long area, long parity, int src) {
+        return area + SIGNAL_BYTES + (parity * MAX_RANKS + src) * oneshotMax;
+    }
+
+    /**
+     * One process driving several GPUs (like ncclCommInitAll): rank i runs on {@code devices.get(i)}.
+     * Every pair must be able to map each other's memory; a device listed twice is an error.
+     */
     public static List<CudaCommunicator> createAll(List<CudaDevice> devices) {
-        throw new UnsupportedOperationException("not yet");
+        return createAll(devices, Config.fromEnvironment());
     }
 
-    @Override public int rank() { throw new UnsupportedOperationException(); }
-    @Override public int size() { throw new UnsupportedOperationException(); }
-    @Override public CudaDevice device() { throw new UnsupportedOperationException(); }
-    @Override public String backend() { return "jccl"; }
-    @Override public void allReduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void broadcast(DeviceBuffer send, DeviceBuffer recv, int root, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void reduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void allGather(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void allToAll(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void send(DeviceBuffer buf, int peer, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void recv(DeviceBuffer buf, int peer, CudaStream stream) { throw new UnsupportedOperationException(); }
-    @Override public void groupStart() { throw new UnsupportedOperationException(); }
-    @Override public void groupEnd() { throw new UnsupportedOperationException(); }
-    @Override public void abort() { }
-    @Override public void close() { }
+    public static List<CudaCommunicator> createAll(List<CudaDevice> devices, Config config) {
+        int n = devices.size();
+        if (n < 1) {
+            throw new IllegalArgumentException("createAll needs at least one GPU");
+        }
+        if (n > MAX_RANKS) {
+            throw new IllegalArgumentException("jccl's GPU communicator spans at most " + MAX_RANKS + " GPUs (one NVLink domain);"
+                    + " got " + n);
+        }
+        Set<Integer> seen = new HashSet<>();
+        for (int i = 0; i < n; i++) {
+            CudaDevice d = devices.get(i);
+            if (!seen.add(d.ordinal())) {
+                int first = devices.indexOf(d);
+                throw new InvalidUsageException("ranks " + first + " and " + i + " are both bound to " + d
+                        + ": every rank needs a GPU of its own (NCCL would hang here)");
+            }
+        }
+        if (Settings.CUDA_P2P_DISABLE.getBool(config)) {
+            throw new InvalidUsageException("JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) is set, but staging GPU collectives"
+                    + " through host memory is not implemented yet in jccl-cuda; unset it");
+        }
+        // Peer access between every pair, in both directions.
+        for (CudaDevice a : devices) {
+            for (CudaDevice b : devices) {
+                if (a != b && !a.canAccessPeer(b)) {
+                    throw new CudaException(a + " cannot map the memory of " + b + " (cuDeviceCanAccessPeer = 0: no NVLink or"
+                            + " PCIe peer-to-peer path between them); jccl-cuda needs peer access between every pair of GPUs");
+                }
+            }
+        }
+        for (CudaDevice a : devices) {
+            a.makeCurrent();
+            for (CudaDevice b : devices) {
+                if (a != b) {
+                    CudaDriver.ctxEnablePeerAccess(b.context());
+                }
+            }
+        }
+        int maxBlocks = KernelArgs.MAX_BLOCKS;
+        for (CudaDevice d : devices) {
+            maxBlocks = Math.min(maxBlocks, d.multiprocessorCount());
+        }
+        long[] signals = new long[n];
+        MemorySegment[] words = new MemorySegment[n];
+        for (int i = 0; i < n; i++) {
+            CudaDevice d = devices.get(i);
+            d.makeCurrent();
+            signals[i] = CudaDriver.memAlloc(areaBytes(config));
+            zero(signals[i], SIGNAL_BYTES);
+            words[i] = hostWords();
+        }
+        long timeoutNs = Settings.CUDA_WAIT_TIMEOUT.getDuration(config).toNanos();
+        InProcessExchange ex = new InProcessExchange(n, timeoutNs);
+        List<CudaCommunicator> comms = new ArrayList<>(n);
+        String name = "gpucomm-" + Long.toHexString(System.nanoTime() & 0xffffff);
+        for (int i = 0; i < n; i++) {
+            comms.add(new CudaCommunicator(i, n, devices.get(i), ex, signals[i], signals.clone(), words[i], maxBlocks, config, name));
+        }
+        for (CudaCommunicator c : comms) {
+            c.selfTest();
+            Log.info(Log.Subsys.INIT, c.rank, "GPU communicator " + name + ": rank " + c.rank + " of " + n + " on " + c.device
+                    + " " + c.device.uuid() + ", peers via CUDA P2P (one process)");
+        }
+        return comms;
+    }
+
+    /**
+     * Collective over {@code host}: each rank of the host communicator brings one GPU; ranks are
+     * usually separate processes (jccl run, torchrun, mpirun). Two ranks on one host naming the
+     * same GPU is an error.
+     */
+    public static CudaCommunicator create(Communicator host, CudaDevice device) {
+        return create(host, device, Config.fromEnvironment());
+    }
+
+    public static CudaCommunicator create(Communicator host, CudaDevice device, Config config) {
+        int n = host.size();
+        int rank = host.rank();
+        if (n > MAX_RANKS) {
+            throw new IllegalArgumentException("jccl's GPU communicator spans at most " + MAX_RANKS + " GPUs (one NVLink domain);"
+                    + " the host communicator has " + n + " ranks");
+        }
+        Communicator own = host.dup();
+        try {
+            device.makeCurrent();
+            IpcExchange ex = IpcExchange.create(own, device, areaBytes(config), config);
+            long signal = ex.ownSignal();
+            zero(signal, SIGNAL_BYTES);
+            long[] peerSignal = ex.peerSignals();
+            own.barrier(); // every signal area is zeroed before anyone writes into it
+            MemorySegment words = hostWords();
+            CudaCommunicator c = new CudaCommunicator(rank, n, device, ex, signal, peerSignal, words, ex.maxBlocks(), config,
+                    "gpucomm-" + Integer.toHexString(own.hashCode()));
+            c.selfTest();
+            Log.info(Log.Subsys.INIT, rank, "GPU communicator: rank " + rank + " of " + n + " on " + device + " " + device.uuid()
+                    + ", peers via CUDA IPC + P2P");
+            return c;
+        } catch (RuntimeException e) {
+            own.abort();
+            throw e;
+        }
+    }
+
+    private static void zero(long dptr, long bytes) {
+        MemorySegment z = Arena.global().allocate(bytes);
+        CudaDriver.memcpyHtoD(dptr, z, bytes);
+    }
+
+    /** Host memory the kernels can read (abort word) and write (status words): word 0 abort, 1..4 status. */
+    private static MemorySegment hostWords() {
+        MemorySegment w = CudaDriver.memHostAlloc(64, CudaDriver.MEMHOSTALLOC_PORTABLE | CudaDriver.MEMHOSTALLOC_DEVICEMAP);
+        w.fill((byte) 0);
+        return w;
+    }
+
+    /**
+     * Writes a pattern into every peer's signal area through the peer mapping and reads it back:
+     * IOMMU/ACS setups that report peer access but do not deliver the writes fail here, at
+     * creation, instead of hanging the first collective.
+     */
+    private void selfTest() {
+        device.makeCurrent();
+        MemorySegment stream = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment pattern = a.allocate(16);
+            long tag = 0x6a63636cL << 32 | (rank * 131L + 7);
+            pattern.set(ValueLayout.JAVA_LONG, 0, tag);
+            pattern.set(ValueLayout.JAVA_LONG, 8, ~tag);
+            long local = signal + 8 * (SELFTEST_WORD + 2 * MAX_RANKS);
+            long back = local + 16;
+            CudaDriver.memcpyHtoD(local, pattern, 16);
+            for (int q = 0; q < size; q++) {
+                if (q == rank) {
+                    continue;
+                }
+                long remote = peerSignal[q] + 8 * (SELFTEST_WORD + 2L * rank);
+                copyKernel(local, remote, 16, stream);
+                copyKernel(remote, back, 16, stream);
+                CudaDriver.streamSynchronize(stream);
+                MemorySegment got = a.allocate(16);
+                CudaDriver.memcpyDtoH(got, back, 16);
+                if (got.get(ValueLayout.JAVA_LONG, 0) != tag || got.get(ValueLayout.JAVA_LONG, 8) != ~tag) {
+                    throw new CudaException("rank " + rank + " (" + device + "): the peer-to-peer self-test with rank " + q
+                            + " failed: data written through the peer mapping did not read back (IOMMU or PCIe ACS settings can"
+                            + " block GPU peer-to-peer traffic; check `nvidia-smi topo -p2p rw` and disable ACS / set iommu=pt)");
+                }
+            }
+        } finally {
+            CudaDriver.streamDestroy(stream);
+        }
+    }
+
+    private void copyKernel(long src, long dst, long bytes, MemorySegment stream) {
+        args.src(0, src);
+        args.dst(0, dst);
+        args.op(bytes, 0, 1, 1, 0, 1);
+        CudaDriver.launchKernel(kernels.copy, 1, Kernels.THREADS, 0, stream, args.params(), "jccl_copy self-test");
+    }
+
+    // ================================================================== identity
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public CudaDevice device() {
+        return device;
+    }
+
+    @Override
+    public String backend() {
+        return "jccl";
+    }
+
+    @Override
+    public String toString() {
+        return name + " rank " + rank + "/" + size + " on " + device;
+    }
+
+    // ================================================================== collectives
+
+    @Override
+    public void allReduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) {
+        checkCommon("allReduce", stream, op);
+        need("allReduce", "send", send);
+        need("allReduce", "recv", recv);
+        sameType("allReduce", send, recv);
+        fits("allReduce", "recv", recv, send.count());
+        long count = send.count();
+        DataType t = send.type();
+        boolean oneShot = t.bytes(count) <= oneshotMax && size > 1;
+        int es = t.size();
+        MemorySegment fn = kernels.reduce(t, op);
+        if (oneShot) {
+            // No peer reads this rank's buffers: nothing to exchange but the epoch.
+            MemorySegment os = kernels.oneShot(t, op);
+            submitCollective("allReduce", 0, 0, stream, peers -> {
+                long e = currentEpoch;
+                long parity = e & 1;
+                for (int q = 0; q < size; q++) {
+                    oneShotArgs.oneShotInbox(q, q == rank ? 0 : inbox(peerSignal[q], parity, rank),
+                            q == rank ? send.address() : inbox(signal, parity, q));
+                }
+                boolean vec = (send.address() | recv.address()) % 16 == 0;
+                oneShotArgs.oneShotOp(send.address(), recv.address(), count, e, vec);
+                CudaDriver.launchKernel(os, blocksFor(t.bytes(count)), Kernels.THREADS, 0, stream.handle(), oneShotArgs.params(),
+                        "allReduce one-shot");
+            });
+            return;
+        }
+        submitCollective("allReduce", send.address(), recv.address(), stream, peers -> {
+            args.clear0();
+            {
+                long slice = roundUp(ceilDiv(count, size), 16 / es);
+                long lo = Math.min(rank * slice, count);
+                long hi = Math.min(lo + slice, count);
+                boolean aligned = true;
+                for (int q = 0; q < size; q++) {
+                    args.src(q, in(peers, q) + lo * es);
+                    args.dst(q, out(peers, q) + lo * es);
+                    aligned &= (in(peers, q) | out(peers, q)) % 16 == 0;
+                }
+                int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
+                launchReduce(fn, hi - lo, size, size, mode, t.bytes(slice), stream, "allReduce two-shot");
+            }
+        });
+    }
+
+    @Override
+    public void reduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream stream) {
+        checkCommon("reduce", stream, op);
+        checkRank("reduce", "root", root);
+        need("reduce", "send", send);
+        if (rank == root) {
+            need("reduce", "recv", recv);
+            sameType("reduce", send, recv);
+            fits("reduce", "recv", recv, send.count());
+        }
+        long count = send.count();
+        DataType t = send.type();
+        int es = t.size();
+        MemorySegment fn = kernels.reduce(t, op);
+        long out = rank == root ? recv.address() : 0;
+        submitCollective("reduce", send.address(), out, stream, peers -> {
+            args.clear0();
+            long slice = roundUp(ceilDiv(count, size), 16 / es);
+            long lo = Math.min(rank * slice, count);
+            long hi = Math.min(lo + slice, count);
+            boolean aligned = out(peers, root) % 16 == 0;
+            for (int q = 0; q < size; q++) {
+                args.src(q, in(peers, q) + lo * es);
+                aligned &= in(peers, q) % 16 == 0;
+            }
+            args.dst(0, out(peers, root) + lo * es);
+            int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
+            launchReduce(fn, hi - lo, size, 1, mode, t.bytes(slice), stream, "reduce");
+        });
+    }
+
+    @Override
+    public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) {
+        checkCommon("reduceScatter", stream, op);
+        need("reduceScatter", "send", send);
+        need("reduceScatter", "recv", recv);
+        sameType("reduceScatter", send, recv);
+        long c = recv.count();
+        fits("reduceScatter", "send", send, c * size);
+        DataType t = send.type();
+        int es = t.size();
+        MemorySegment fn = kernels.reduce(t, op);
+        submitCollective("reduceScatter", send.address(), recv.address(), stream, peers -> {
+            args.clear0();
+            boolean aligned = recv.address() % 16 == 0;
+            for (int q = 0; q < size; q++) {
+                long s = in(peers, q) + (long) rank * c * es;
+                args.src(q, s);
+                aligned &= s % 16 == 0;
+            }
+            args.dst(0, recv.address());
+            int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
+            launchReduce(fn, c, size, 1, mode, t.bytes(c), stream, "reduceScatter");
+        });
+    }
+
+    @Override
+    public void allGather(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) {
+        checkCommon("allGather", stream, null);
+        need("allGather", "send", send);
+        need("allGather", "recv", recv);
+        sameType("allGather", send, recv);
+        long c = send.count();
+        fits("allGather", "recv", recv, c * size);
+        long bytes = send.type().bytes(c);
+        submitCollective("allGather", send.address(), recv.address(), stream, peers -> {
+            args.clear0();
+            args.src(0, send.address());
+            boolean aligned = send.address() % 16 == 0;
+            for (int q = 0; q < size; q++) {
+                long d = out(peers, q) + rank * bytes;
+                args.dst(q, d);
+                aligned &= d % 16 == 0;
+            }
+            int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | KernelArgs.MODE_MULTI_DST | (aligned ? KernelArgs.MODE_VEC : 0);
+            launchCopy(bytes, 1, size, mode, bytes, stream, "allGather");
+        });
+    }
+
+    @Override
+    public void broadcast(DeviceBuffer send, DeviceBuffer recv, int root, CudaStream stream) {
+        checkCommon("broadcast", stream, null);
+        checkRank("broadcast", "root", root);
+        need("broadcast", "recv", recv);
+        if (rank == root) {
+            need("broadcast", "send", send);
+            sameType("broadcast", send, recv);
+            fits("broadcast", "send", send, recv.count());
+        }
+        long total = recv.byteSize();
+        long in = rank == root ? send.address() : 0;
+        submitCollective("broadcast", in, recv.address(), stream, peers -> {
+            args.clear0();
+            long slice = roundUp(ceilDiv(total, size), 16);
+            long lo = Math.min(rank * slice, total);
+            long hi = Math.min(lo + slice, total);
+            long src = in(peers, root) + lo;
+            args.src(0, src);
+            boolean aligned = in(peers, root) % 16 == 0;
+            for (int q = 0; q < size; q++) {
+                args.dst(q, out(peers, q) + lo);
+                aligned &= out(peers, q) % 16 == 0;
+            }
+            int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | KernelArgs.MODE_MULTI_DST | (aligned ? KernelArgs.MODE_VEC : 0);
+            launchCopy(hi - lo, 1, size, mode, slice, stream, "broadcast");
+        });
+    }
+
+    @Override
+    public void allToAll(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) {
+        checkCommon("allToAll", stream, null);
+        need("allToAll", "send", send);
+        need("allToAll", "recv", recv);
+        sameType("allToAll", send, recv);
+        if (send.count() % size != 0) {
+            throw new IllegalArgumentException("allToAll: send.count() = " + send.count() + " is not a multiple of the " + size
+                    + " ranks");
+        }
+        fits("allToAll", "recv", recv, send.count());
+        long blk = send.type().bytes(send.count() / size);
+        boolean inPlace = overlaps(send.address(), send.byteSize(), recv.address(), recv.byteSize());
+        submitCollective("allToAll", send.address(), recv.address(), stream, peers -> {
+            long src = send.address();
+            if (inPlace) {
+                // Peers write into this buffer while it is read: send from a copy.
+                src = scratch(send.byteSize());
+                CudaDriver.memcpyDtoDAsync(src, send.address(), send.byteSize(), stream.handle());
+            }
+            args.clear0();
+            boolean aligned = src % 16 == 0 && blk % 16 == 0;
+            for (int q = 0; q < size; q++) {
+                args.src(q, src + q * blk);
+                long d = out(peers, q) + rank * blk;
+                args.dst(q, d);
+                aligned &= d % 16 == 0;
+            }
+            int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
+            launchCopy(blk, size, 0, mode, blk * size, stream, "allToAll");
+        });
+    }
+
+    // ================================================================== send / recv
+
+    @Override
+    public void send(DeviceBuffer buf, int peer, CudaStream stream) {
+        checkCommon("send", stream, null);
+        checkRank("send", "peer", peer);
+        need("send", "buf", buf);
+        p2p(new P2p(true, buf, peer, stream));
+    }
+
+    @Override
+    public void recv(DeviceBuffer buf, int peer, CudaStream stream) {
+        checkCommon("recv", stream, null);
+        checkRank("recv", "peer", peer);
+        need("recv", "buf", buf);
+        p2p(new P2p(false, buf, peer, stream));
+    }
+
+    private record P2p(boolean send, DeviceBuffer buf, int peer, CudaStream stream) {
+    }
+
+    private void p2p(P2p op) {
+        GroupState g = GROUP.get();
+        boolean implicit = g.depth == 0;
+        if (implicit) {
+            g.depth = 1;
+        }
+        try {
+            g.p2p(this).add(op);
+        } finally {
+            if (implicit) {
+                groupEnd();
+            }
+        }
+    }
+
+    /** Runs a group's sends and receives of this communicator as one kernel. Called in the launch phase. */
+    private synchronized void launchP2p(List<P2p> ops, long[] recvSeqs) {
+        checkUsable("send/recv");
+        CudaStream stream = ops.get(0).stream;
+        for (P2p o : ops) {
+            if (o.stream.handle().address() != stream.handle().address()) {
+                throw new IllegalArgumentException("the sends and receives of one group on a communicator must use one stream");
+            }
+        }
+        device.makeCurrent();
+        p2pArgs.clear0p2p();
+        int nsend = 0;
+        int nrecv = 0;
+        int ri = 0;
+        for (P2p o : ops) {
+            if (!o.send) {
+                if (nrecv == MAX_RANKS) {
+                    throw new IllegalArgumentException("at most " + MAX_RANKS + " receives per communicator in one group");
+                }
+                p2pArgs.recv(nrecv++, o.peer, recvSeqs[ri++]);
+            }
+        }
+        boolean vec = true;
+        long maxBytes = 0;
+        long scratchNeed = 0;
+        for (P2p o : ops) {
+            if (o.send && sendOverlapsRecv(o, ops)) {
+                scratchNeed += roundUp(o.buf.byteSize(), 256);
+            }
+        }
+        long scratchAt = scratchNeed > 0 ? scratch(scratchNeed) : 0;
+        for (P2p o : ops) {
+            if (!o.send) {
+                continue;
+            }
+            if (nsend == MAX_RANKS) {
+                throw new IllegalArgumentException("at most " + MAX_RANKS + " sends per communicator in one group");
+            }
+            long seq = ++sendSeq[o.peer];
+            long[] dst = exchange.resolveSend(rank, o.peer, seq);
+            long bytes = o.buf.byteSize();
+            if (dst[1] != bytes) {
+                fail(ErrorCode.MISMATCH, "send #" + seq + " to rank " + o.peer + ": this rank sends " + bytes + " bytes but rank "
+                        + o.peer + " posted a recv of " + dst[1] + " bytes; sizes and types of matching send/recv must agree");
+            }
+            long src = o.buf.address();
+            if (sendOverlapsRecv(o, ops)) {
+                CudaDriver.memcpyDtoDAsync(scratchAt, src, bytes, stream.handle());
+                src = scratchAt;
+                scratchAt += roundUp(bytes, 256);
+            }
+            vec &= (src | dst[0] | bytes) % 16 == 0;
+            maxBytes = Math.max(maxBytes, bytes);
+            p2pArgs.send(nsend++, o.peer, src, dst[0], bytes, seq);
+        }
+        int grid = nsend == 0 ? 1 : blocksFor(maxBytes);
+        p2pArgs.p2pOp(nsend, nrecv, vec, p2pBlocks);
+        if (nsend > 0) {
+            p2pBlocks += grid;
+        }
+        CudaDriver.launchKernel(kernels.p2p, grid, Kernels.THREADS, 0, stream.handle(), p2pArgs.params(), "jccl_p2p");
+    }
+
+    private static boolean sendOverlapsRecv(P2p send, List<P2p> ops) {
+        for (P2p r : ops) {
+            if (!r.send && overlaps(send.buf.address(), send.buf.byteSize(), r.buf.address(), r.buf.byteSize())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // ================================================================== groups
+
+    /** Per-thread group: collectives and point-to-point calls of every communicator, in call order. */
+    private static final class GroupState {
+        int depth;
+        final List<Runnable> publish = new ArrayList<>();
+        final List<Runnable> launch = new ArrayList<>();
+        final List<CudaCommunicator> p2pComms = new ArrayList<>();
+        final List<List<P2p>> p2pOps = new ArrayList<>();
+
+        List<P2p> p2p(CudaCommunicator c) {
+            int i = p2pComms.indexOf(c);
+            if (i < 0) {
+                p2pComms.add(c);
+                p2pOps.add(new ArrayList<>());
+                i = p2pComms.size() - 1;
+            }
+            return p2pOps.get(i);
+        }
+
+        void clear() {
+            publish.clear();
+            launch.clear();
+            p2pComms.clear();
+            p2pOps.clear();
+        }
+    }
+
+    @Override
+    public void groupStart() {
+        GROUP.get().depth++;
+    }
+
+    @Override
+    public void groupEnd() {
+        GroupState g = GROUP.get();
+        if (g.depth == 0) {
+            throw new InvalidUsageException("groupEnd() without groupStart() on this thread");
+        }
+        if (--g.depth > 0) {
+            return;
+        }
+        try {
+            // Phase 1: publish every call (receive buffers first, so that senders find them).
+            List<long[]> seqs = new ArrayList<>();
+            for (int i = 0; i < g.p2pComms.size(); i++) {
+                CudaCommunicator c = g.p2pComms.get(i);
+                List<P2p> ops = g.p2pOps.get(i);
+                long[] s = new long[ops.size()];
+                int k = 0;
+                for (P2p o : ops) {
+                    if (!o.send) {
+                        long seq = ++c.recvSeq[o.peer];
+                        s[k++] = seq;
+                        c.exchange.publishRecv(c.rank, o.peer, seq, o.buf.address(), o.buf.byteSize());
+                    }
+                }
+                seqs.add(s);
+            }
+            for (Runnable r : g.publish) {
+                r.run();
+            }
+            for (CudaCommunicator c : g.p2pComms) {
+                c.exchange.flush(c.rank);
+            }
+            // Phase 2: resolve the peers' addresses and launch.
+            for (Runnable r : g.launch) {
+                r.run();
+            }
+            for (int i = 0; i < g.p2pComms.size(); i++) {
+                g.p2pComms.get(i).launchP2p(g.p2pOps.get(i), seqs.get(i));
+            }
+        } finally {
+            g.clear();
+        }
+    }
+
+    private interface Launch {
+        void launch(long[] peers);
+    }
+
+    private void submitCollective(String what, long in, long out, CudaStream stream, Launch l) {
+        GroupState g = GROUP.get();
+        long e;
+        synchronized (this) {
+            e = ++epoch;
+        }
+        // Operations that read and write only this rank's buffers (one-shot all-reduce) exchange nothing.
+        boolean exchanged = in != 0 || out != 0;
+        Runnable publish = () -> {
+            if (exchanged) {
+                exchange.publishCollective(rank, e, in, out);
+            }
+        };
+        Runnable launch = () -> {
+            long[] peers = exchanged ? exchange.resolveCollective(rank, e) : null;
+            synchronized (this) {
+                checkUsable(what);
+                device.makeCurrent();
+                current = what + " #" + e;
+                currentEpoch = e;
+                currentStream = stream;
+                l.launch(peers);
+            }
+        };
+        if (g.depth > 0) {
+            g.publish.add(publish);
+            g.launch.add(launch);
+        } else {
+            publish.run();
+            exchange.flush(rank);
+            launch.run();
+        }
+    }
+
+    private String current;
+    private long currentEpoch;
+    private CudaStream currentStream;
+
+    private void launchReduce(MemorySegment fn, long count, int nsrc, int ndst, int mode, long gridBytes, CudaStream stream,
+                              String what) {
+        args.op(count, currentEpoch, nsrc, ndst, mode, size);
+        CudaDriver.launchKernel(fn, blocksFor(gridBytes), Kernels.THREADS, 0, stream.handle(), args.params(), what);
+    }
+
+    private void launchCopy(long bytes, int ntask, int ndst, int mode, long gridBytes, CudaStream stream, String what) {
+        args.op(bytes, currentEpoch, ntask, ndst, mode, size);
+        CudaDriver.launchKernel(kernels.copy, blocksFor(gridBytes), Kernels.THREADS, 0, stream.handle(), args.params(), what);
+    }
+
+    /** Blocks for a kernel whose busiest rank moves {@code bytes}: the same on every rank (it depends on the count only). */
+    private int blocksFor(long bytes) {
+        if (nblocksOverride > 0) {
+            return Math.min(nblocksOverride, KernelArgs.MAX_BLOCKS);
+        }
+        long vecs = ceilDiv(Math.max(bytes, 1), 16);
+        long b = ceilDiv(vecs, Kernels.THREADS * 2L);
+        return (int) Math.max(1, Math.min(b, maxBlocks));
+    }
+
+    private static long in(long[] peers, int q) {
+        return peers[2 * q];
+    }
+
+    private static long out(long[] peers, int q) {
+        return peers[2 * q + 1];
+    }
+
+    /** A device scratch area of at least {@code bytes}, grown on demand (growing waits for the device). */
+    private long scratch(long bytes) {
+        if (bytes > scratchBytes) {
+            if (scratch != 0) {
+                CudaDriver.ctxSynchronize();
+                CudaDriver.memFree(scratch);
+                scratch = 0;
+            }
+            long n = Long.highestOneBit(Math.max(bytes, 1 << 20) - 1) << 1;
+            scratch = CudaDriver.memAlloc(n);
+            scratchBytes = n;
+        }
+        return scratch;
+    }
+
+    // ================================================================== checks
+
+    private void checkCommon(String what, CudaStream stream, ReduceOp op) {
+        checkUsable(what);
+        if (stream == null) {
+            throw new IllegalArgumentException(what + ": stream is null");
+        }
+        if (stream.device() != device) {
+            throw new IllegalArgumentException(what + ": the stream belongs to " + stream.device() + " but rank " + rank
+                    + " runs on " + device);
+        }
+        if (op == null && (what.startsWith("allReduce") || what.startsWith("reduce"))) {
+            throw new IllegalArgumentException(what + ": op is null");
+        }
+    }
+
+    private void need(String what, String which, DeviceBuffer b) {
+        if (b == null) {
+            throw new IllegalArgumentException(what + ": " + which + " is null");
+        }
+        if (b.device() != device) {
+            throw new IllegalArgumentException(what + ": " + which + " (" + b + ") is on " + b.device() + " but rank " + rank
+                    + " runs on " + device);
+        }
+    }
+
+    private static void sameType(String what, DeviceBuffer a, DeviceBuffer b) {
+        if (a.type() != b.type()) {
+            throw new IllegalArgumentException(what + ": send is " + a.type().ncclName() + " but recv is " + b.type().ncclName());
+        }
+    }
+
+    private static void fits(String what, String which, DeviceBuffer b, long count) {
+        if (b.count() < count) {
+            throw new IllegalArgumentException(what + ": " + which + " holds " + b.count() + " elements but " + count
+                    + " are needed");
+        }
+    }
+
+    private void checkRank(String what, String which, int r) {
+        if (r < 0 || r >= size) {
+            throw new IllegalArgumentException(what + ": " + which + " " + r + " is not a rank of this " + size + "-rank communicator");
+        }
+    }
+
+    private void checkUsable(String what) {
+        if (closed) {
+            throw new InvalidUsageException(what + ": the GPU communicator is closed");
+        }
+        long code = hostWords.get(ValueLayout.JAVA_LONG, 8);
+        if (code != 0 && !aborted) {
+            long e = hostWords.get(ValueLayout.JAVA_LONG, 16);
+            long peer = hostWords.get(ValueLayout.JAVA_LONG, 24);
+            String why = code == 1 ? "was aborted"
+                    : "waited " + timeoutNs / 1_000_000_000L + " s for rank " + peer + " (JCCL_CUDA_WAIT_TIMEOUT) and gave up: rank "
+                    + peer + " never reached the same operation (it died, hangs, or called a different sequence of collectives)";
+            aborted = true;
+            exchange.abort();
+            throw new CudaException("rank " + rank + " (" + device + "): GPU operation #" + e + " " + why
+                    + "; this communicator is unusable now, create a new one");
+        }
+        if (aborted) {
+            throw new JcclException(ErrorCode.ABORTED, what + ": the GPU communicator was aborted");
+        }
+    }
+
+    private void fail(ErrorCode code, String message) {
+        aborted = true;
+        hostWords.set(ValueLayout.JAVA_LONG, 0, 1);
+        exchange.abort();
+        throw new JcclException(code, "rank " + rank + ": " + message);
+    }
+
+    private static boolean overlaps(long a, long alen, long b, long blen) {
+        return a < b + blen && b < a + alen && alen > 0 && blen > 0;
+    }
+
+    private static long ceilDiv(long a, long b) {
+        return (a + b - 1) / b;
+    }
+
+    private static long roundUp(long a, long m) {
+        return ceilDiv(a, m) * m;
+    }
+
+    // ================================================================== lifecycle
+
+    /** The first failure a kernel reported, as an exception, or null. Does not throw. */
+    public CudaException asyncError() {
+        try {
+            checkUsable("asyncError");
+            return null;
+        } catch (CudaException e) {
+            return e;
+        } catch (JcclException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public void abort() {
+        if (!aborted) {
+            aborted = true;
+            hostWords.set(ValueLayout.JAVA_LONG, 0, 1); // kernels waiting on peers see it and return
+            exchange.abort();
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            device.makeCurrent();
+            if (!aborted) {
+                CudaDriver.ctxSynchronize();
+            } else {
+                // Kernels that wait on peers return once they see the abort word.
+                CudaDriver.ctxSynchronize();
+            }
+            if (scratch != 0) {
+                CudaDriver.memFree(scratch);
+            }
+            exchange.close();
+            if (exchange instanceof InProcessExchange) {
+                CudaDriver.memFree(signal);
+            }
+            CudaDriver.memFreeHost(hostWords);
+        } finally {
+            arena.close();
+        }
+    }
 }

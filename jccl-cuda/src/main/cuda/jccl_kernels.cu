@@ -1,0 +1,474 @@
+// jccl's GPU kernels: collectives between GPUs of one host through peer-mapped memory (NVLink or
+// PCIe peer-to-peer). Built into a fatbin (sm_90 machine code + compute_90 PTX) by
+// scripts/build-kernels.sh; the result is committed under src/main/resources so machines without
+// nvcc build too, and CudaKernelsTest checks that it matches these sources.
+//
+// Model. Every kernel gets, by value, one argument block (struct Args / P2pArgs below, mirrored
+// byte for byte by org.jccl.cuda.internal.KernelArgs) holding the addresses, as mapped in this
+// process, of the peers' buffers and of every rank's signal area. Cross-GPU ordering uses
+// monotonically increasing 64-bit flags in those signal areas: a rank "arrives" by storing the
+// operation's epoch into a peer's slot with release semantics at system scope, and waits until its
+// own slots reach the epoch with acquire loads. Waits poll a host-mapped abort word and a deadline
+// (%globaltimer), so a dead peer or comm.abort() ends the kernel and is reported through the
+// host-mapped status words, never a GPU spinning forever.
+//
+// Collective kernels (reduce, copy) bracket their work with a start barrier (every rank's kernel
+// has started, so its inputs are ready and its outputs free) and an end barrier (every rank has
+// finished reading my inputs and writing my outputs). Barriers are per block: all ranks launch
+// the same grid for the same operation (the host derives it from the count alone), and block b
+// of every rank covers the same elements.
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#define JCCL_MAX_RANKS 8
+#define JCCL_MAX_BLOCKS 256
+
+// Signal area layout (uint64 words), identical in every rank's area.
+#define SIG_START 0                                          // [block][src rank]
+#define SIG_END (JCCL_MAX_BLOCKS * JCCL_MAX_RANKS)            // [block][src rank]
+#define SIG_READY (2 * JCCL_MAX_BLOCKS * JCCL_MAX_RANKS)      // [receiver rank], stored at the sender
+#define SIG_DONE (SIG_READY + JCCL_MAX_RANKS)                 // [sender rank], stored at the receiver
+#define SIG_COUNTER (SIG_DONE + JCCL_MAX_RANKS)               // local: p2p blocks finished
+
+// Args.mode bits
+#define MODE_START 1      // start barrier
+#define MODE_END 2        // end barrier
+#define MODE_VEC 4        // every pointer is 16-byte aligned: use 16-byte accesses
+#define MODE_MULTI_DST 8  // copy: one source to ndst destinations (else task t: src[t] -> dst[t])
+
+// Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
+#define ERR_ABORTED 1
+#define ERR_TIMEOUT 2
+
+struct Args {
+    uint64_t src[JCCL_MAX_RANKS];
+    uint64_t dst[JCCL_MAX_RANKS];
+    uint64_t signal[JCCL_MAX_RANKS];
+    uint64_t abortFlag;
+    uint64_t status;
+    uint64_t count;      // reduce: elements; copy: bytes per task
+    uint64_t epoch;
+    uint64_t timeoutNs;
+    int32_t nsrc;        // reduce: sources combined in this order; copy: tasks
+    int32_t ndst;
+    int32_t rank;
+    int32_t nranks;
+    int32_t mode;
+    int32_t divisor;     // AVG: number of ranks
+};
+
+// One-shot all-reduce by pushes: every rank stores its input into a slot of every peer's inbox
+// (double-buffered by epoch parity), signals, waits for the peers' signals and reduces its own
+// inbox. Inputs are read only by their owner and outputs written only by theirs, so no end
+// barrier is needed and in-place is safe. Block b of every rank covers the same elements, so
+// per-block flags (the START slots) suffice. A peer reuses an inbox slot two operations later,
+// only after this rank's kernel for the operation in between has started, i.e. after this
+// rank finished reading it.
+struct OneShotArgs {
+    uint64_t in;
+    uint64_t out;
+    uint64_t peerInbox[JCCL_MAX_RANKS];  // where my data goes at rank q (mapped here); unused for q == rank
+    uint64_t myInbox[JCCL_MAX_RANKS];    // where rank q's data arrives here; in for q == rank
+    uint64_t signal[JCCL_MAX_RANKS];
+    uint64_t abortFlag;
+    uint64_t status;
+    uint64_t count;
+    uint64_t epoch;
+    uint64_t timeoutNs;
+    int32_t rank;
+    int32_t nranks;
+    int32_t divisor;
+    int32_t vec;
+};
+
+struct P2pArgs {
+    uint64_t sendSrc[JCCL_MAX_RANKS];
+    uint64_t sendDst[JCCL_MAX_RANKS];
+    uint64_t sendBytes[JCCL_MAX_RANKS];
+    uint64_t sendSeq[JCCL_MAX_RANKS];
+    uint64_t recvSeq[JCCL_MAX_RANKS];
+    uint64_t signal[JCCL_MAX_RANKS];
+    uint64_t abortFlag;
+    uint64_t status;
+    uint64_t timeoutNs;
+    uint64_t blocksBase;  // value of the local block counter before this launch
+    int32_t sendPeer[JCCL_MAX_RANKS];
+    int32_t recvPeer[JCCL_MAX_RANKS];
+    int32_t nsend;
+    int32_t nrecv;
+    int32_t rank;
+    int32_t vec;          // every send pointer and size is 16-byte aligned
+};
+
+#include <stddef.h>
+// The Java mirror (org.jccl.cuda.internal.KernelArgs) names these offsets; keep them in step.
+static_assert(offsetof(Args, dst) == 64 && offsetof(Args, signal) == 128 && offsetof(Args, abortFlag) == 192, "Args layout");
+static_assert(offsetof(Args, count) == 208 && offsetof(Args, nsrc) == 232 && offsetof(Args, divisor) == 252, "Args layout");
+static_assert(sizeof(Args) == 256, "Args size");
+static_assert(offsetof(OneShotArgs, signal) == 144 && offsetof(OneShotArgs, count) == 224 && offsetof(OneShotArgs, rank) == 248, "OneShotArgs layout");
+static_assert(sizeof(OneShotArgs) == 264, "OneShotArgs size");
+static_assert(offsetof(P2pArgs, signal) == 320 && offsetof(P2pArgs, blocksBase) == 408, "P2pArgs layout");
+static_assert(offsetof(P2pArgs, sendPeer) == 416 && offsetof(P2pArgs, recvPeer) == 448, "P2pArgs layout");
+static_assert(offsetof(P2pArgs, nsend) == 480 && offsetof(P2pArgs, vec) == 492 && sizeof(P2pArgs) == 496, "P2pArgs layout");
+
+// ---------------------------------------------------------------------------------------------
+// memory-model helpers
+
+__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_sys(uint64_t* p, uint64_t v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t ld_volatile_sys(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint64_t globaltimer() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Records the first failure in the host-mapped status words.
+__device__ void report(uint64_t status, uint64_t code, uint64_t epoch, int peer) {
+    uint64_t* s = (uint64_t*)status;
+    if (atomicCAS((unsigned long long*)s, 0ull, (unsigned long long)code) == 0ull) {
+        s[1] = epoch;
+        s[2] = (uint64_t)peer;
+        s[3] = blockIdx.x;
+        __threadfence_system();
+    }
+}
+
+// Waits until *flag >= target; false when aborted or past the deadline (already reported).
+__device__ bool wait_geq(const uint64_t* flag, uint64_t target, uint64_t abortFlag, uint64_t status,
+                         uint64_t timeoutNs, uint64_t epoch, int peer) {
+    if (ld_acquire_sys(flag) >= target) {
+        return true;
+    }
+    uint64_t start = globaltimer();
+    uint32_t spins = 0;
+    while (ld_acquire_sys(flag) < target) {
+        if (++spins == 256) {
+            spins = 0;
+            if (ld_volatile_sys((const uint64_t*)abortFlag) != 0) {
+                report(status, ERR_ABORTED, epoch, peer);
+                return false;
+            }
+            if (ld_volatile_sys((const uint64_t*)status) != 0) {
+                return false;  // another block or kernel already failed
+            }
+            if (globaltimer() - start > timeoutNs) {
+                report(status, ERR_TIMEOUT, epoch, peer);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+// Per-block barrier among all ranks; every thread gets the outcome. kindBase: SIG_START or SIG_END.
+__device__ bool block_barrier(const Args& a, int kindBase, bool fenceFirst) {
+    __shared__ int failed;
+    if (threadIdx.x == 0) {
+        failed = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x < a.nranks) {
+        int peer = threadIdx.x;
+        if (fenceFirst) {
+            __threadfence_system();  // this block's stores to peers land before the flag
+        }
+        uint64_t* theirs = (uint64_t*)a.signal[peer];
+        st_release_sys(theirs + kindBase + blockIdx.x * JCCL_MAX_RANKS + a.rank, a.epoch);
+        const uint64_t* mine = (const uint64_t*)a.signal[a.rank];
+        if (!wait_geq(mine + kindBase + blockIdx.x * JCCL_MAX_RANKS + peer, a.epoch, a.abortFlag, a.status, a.timeoutNs,
+                      a.epoch, peer)) {
+            failed = 1;
+        }
+    }
+    __syncthreads();
+    return failed == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// element arithmetic: 16-bit floats accumulate in float and round once at the end
+
+template <typename T> struct Acc { typedef T type; };
+template <> struct Acc<__half> { typedef float type; };
+template <> struct Acc<__nv_bfloat16> { typedef float type; };
+
+template <typename T> __device__ __forceinline__ typename Acc<T>::type widen(T x) { return x; }
+template <> __device__ __forceinline__ float widen<__half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float widen<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T narrow(typename Acc<T>::type x) { return (T)x; }
+template <> __device__ __forceinline__ __half narrow<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 narrow<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+#define OP_SUM 0
+#define OP_PROD 1
+#define OP_MIN 2
+#define OP_MAX 3
+#define OP_AVG 4
+
+template <int OP, typename A> __device__ __forceinline__ A combine(A x, A y) {
+    if (OP == OP_SUM || OP == OP_AVG) return (A)(x + y);
+    if (OP == OP_PROD) return (A)(x * y);
+    if (OP == OP_MIN) return y < x ? y : x;
+    return y > x ? y : x;
+}
+
+template <int OP, typename A> __device__ __forceinline__ A finish(A x, int divisor) {
+    if (OP == OP_AVG) return (A)(x / (A)divisor);
+    return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// reduce: dst[d][i] = src[0][i] op src[1][i] op ... for i < count, for every d < ndst
+
+template <typename T, int OP> __device__ __forceinline__ void reduce_body(const Args& a) {
+    typedef typename Acc<T>::type A;
+    constexpr int N = 16 / sizeof(T);
+    if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
+        return;
+    }
+    const uint64_t count = a.count;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const int nsrc = a.nsrc;
+    const int ndst = a.ndst;
+    uint64_t nvec = (a.mode & MODE_VEC) ? count / N : 0;
+    for (uint64_t v = tid; v < nvec; v += stride) {
+        uint4 x[JCCL_MAX_RANKS];
+#pragma unroll
+        for (int s = 0; s < JCCL_MAX_RANKS; s++) {
+            if (s < nsrc) x[s] = ((const uint4*)a.src[s])[v];
+        }
+        A acc[N];
+        const T* e0 = (const T*)&x[0];
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
+#pragma unroll
+        for (int s = 1; s < JCCL_MAX_RANKS; s++) {
+            if (s < nsrc) {
+                const T* e = (const T*)&x[s];
+#pragma unroll
+                for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
+            }
+        }
+        uint4 out;
+        T* o = (T*)&out;
+#pragma unroll
+        for (int i = 0; i < N; i++) o[i] = narrow<T>(finish<OP, A>(acc[i], a.divisor));
+#pragma unroll
+        for (int d = 0; d < JCCL_MAX_RANKS; d++) {
+            if (d < ndst) ((uint4*)a.dst[d])[v] = out;
+        }
+    }
+    for (uint64_t i = nvec * N + tid; i < count; i += stride) {
+        A acc = widen<T>(((const T*)a.src[0])[i]);
+        for (int s = 1; s < nsrc; s++) acc = combine<OP, A>(acc, widen<T>(((const T*)a.src[s])[i]));
+        T r = narrow<T>(finish<OP, A>(acc, a.divisor));
+        for (int d = 0; d < ndst; d++) ((T*)a.dst[d])[i] = r;
+    }
+    if (a.mode & MODE_END) {
+        block_barrier(a, SIG_END, true);
+    }
+}
+
+template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const OneShotArgs& a) {
+    typedef typename Acc<T>::type A;
+    constexpr int N = 16 / sizeof(T);
+    __shared__ int failed;
+    const uint64_t count = a.count;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const int n = a.nranks;
+    const uint64_t nvec = a.vec ? count / N : 0;
+    if (threadIdx.x == 0) failed = 0;
+    // 1. push my input into every peer's inbox
+    for (uint64_t v = tid; v < nvec; v += stride) {
+        uint4 x = ((const uint4*)a.in)[v];
+#pragma unroll
+        for (int q = 0; q < JCCL_MAX_RANKS; q++) {
+            if (q < n && q != a.rank) ((uint4*)a.peerInbox[q])[v] = x;
+        }
+    }
+    for (uint64_t i = nvec * N + tid; i < count; i += stride) {
+        T x = ((const T*)a.in)[i];
+        for (int q = 0; q < n; q++) {
+            if (q != a.rank) ((T*)a.peerInbox[q])[i] = x;
+        }
+    }
+    __syncthreads();
+    // 2. signal every peer, wait for every peer
+    if (threadIdx.x < n && threadIdx.x != a.rank) {
+        int q = threadIdx.x;
+        __threadfence_system();
+        st_release_sys((uint64_t*)a.signal[q] + SIG_START + blockIdx.x * JCCL_MAX_RANKS + a.rank, a.epoch);
+        const uint64_t* mine = (const uint64_t*)a.signal[a.rank];
+        if (!wait_geq(mine + SIG_START + blockIdx.x * JCCL_MAX_RANKS + q, a.epoch, a.abortFlag, a.status, a.timeoutNs, a.epoch, q)) {
+            failed = 1;
+        }
+    }
+    __syncthreads();
+    if (failed) return;
+    // 3. reduce my inbox (rank order) into my output
+    for (uint64_t v = tid; v < nvec; v += stride) {
+        uint4 x[JCCL_MAX_RANKS];
+#pragma unroll
+        for (int s = 0; s < JCCL_MAX_RANKS; s++) {
+            if (s < n) x[s] = ((const uint4*)a.myInbox[s])[v];
+        }
+        A acc[N];
+        const T* e0 = (const T*)&x[0];
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
+#pragma unroll
+        for (int s = 1; s < JCCL_MAX_RANKS; s++) {
+            if (s < n) {
+                const T* e = (const T*)&x[s];
+#pragma unroll
+                for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
+            }
+        }
+        uint4 out;
+        T* o = (T*)&out;
+#pragma unroll
+        for (int i = 0; i < N; i++) o[i] = narrow<T>(finish<OP, A>(acc[i], a.divisor));
+        ((uint4*)a.out)[v] = out;
+    }
+    for (uint64_t i = nvec * N + tid; i < count; i += stride) {
+        A acc = widen<T>(((const T*)a.myInbox[0])[i]);
+        for (int s = 1; s < n; s++) acc = combine<OP, A>(acc, widen<T>(((const T*)a.myInbox[s])[i]));
+        ((T*)a.out)[i] = narrow<T>(finish<OP, A>(acc, a.divisor));
+    }
+}
+
+#define REDUCE_KERNEL(TNAME, T, OPNAME, OP)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(512) jccl_reduce_##TNAME##_##OPNAME(Args a) { reduce_body<T, OP>(a); }     \
+    extern "C" __global__ void __launch_bounds__(512) jccl_oneshot_##TNAME##_##OPNAME(OneShotArgs a) { oneshot_body<T, OP>(a); }
+
+#define REDUCE_KERNELS(TNAME, T)            \
+    REDUCE_KERNEL(TNAME, T, sum, OP_SUM)    \
+    REDUCE_KERNEL(TNAME, T, prod, OP_PROD)  \
+    REDUCE_KERNEL(TNAME, T, min, OP_MIN)    \
+    REDUCE_KERNEL(TNAME, T, max, OP_MAX)    \
+    REDUCE_KERNEL(TNAME, T, avg, OP_AVG)
+
+REDUCE_KERNELS(int8, int8_t)
+REDUCE_KERNELS(uint8, uint8_t)
+REDUCE_KERNELS(int32, int32_t)
+REDUCE_KERNELS(uint32, uint32_t)
+REDUCE_KERNELS(int64, int64_t)
+REDUCE_KERNELS(uint64, uint64_t)
+REDUCE_KERNELS(half, __half)
+REDUCE_KERNELS(bfloat16, __nv_bfloat16)
+REDUCE_KERNELS(float, float)
+REDUCE_KERNELS(double, double)
+
+// ---------------------------------------------------------------------------------------------
+// copy: MULTI_DST: src[0] -> dst[0..ndst); else src[t] -> dst[t] for t < nsrc. count = bytes.
+// A destination equal to its source is skipped (in-place slots).
+
+__device__ __forceinline__ void copy_bytes(const Args& a, uint64_t tid, uint64_t stride) {
+    const uint64_t bytes = a.count;
+    const bool multi = (a.mode & MODE_MULTI_DST) != 0;
+    const int ntask = multi ? 1 : a.nsrc;
+    const uint64_t nvec = (a.mode & MODE_VEC) ? bytes / 16 : 0;
+    for (int t = 0; t < ntask; t++) {
+        const uint64_t src = a.src[t];
+        for (uint64_t v = tid; v < nvec; v += stride) {
+            uint4 x = ((const uint4*)src)[v];
+            if (multi) {
+#pragma unroll
+                for (int d = 0; d < JCCL_MAX_RANKS; d++) {
+                    if (d < a.ndst && a.dst[d] != src) ((uint4*)a.dst[d])[v] = x;
+                }
+            } else if (a.dst[t] != src) {
+                ((uint4*)a.dst[t])[v] = x;
+            }
+        }
+        for (uint64_t i = nvec * 16 + tid; i < bytes; i += stride) {
+            uint8_t x = ((const uint8_t*)src)[i];
+            if (multi) {
+                for (int d = 0; d < a.ndst; d++) {
+                    if (a.dst[d] != src) ((uint8_t*)a.dst[d])[i] = x;
+                }
+            } else if (a.dst[t] != src) {
+                ((uint8_t*)a.dst[t])[i] = x;
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(512) jccl_copy(Args a) {
+    if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
+        return;
+    }
+    copy_bytes(a, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, (uint64_t)gridDim.x * blockDim.x);
+    if (a.mode & MODE_END) {
+        block_barrier(a, SIG_END, true);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// p2p: a group's sends and receives. A receiver tells each sender "ready" (its kernel runs, so
+// the receive buffer is free); senders wait for that, push their bytes into the receiver's
+// buffer, and the last block to finish tells each receiver "done"; receivers wait for "done".
+
+extern "C" __global__ void __launch_bounds__(512) jccl_p2p(P2pArgs a) {
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    const uint64_t* mine = (const uint64_t*)a.signal[a.rank];
+    if (blockIdx.x == 0 && threadIdx.x < a.nrecv) {
+        int peer = a.recvPeer[threadIdx.x];
+        st_release_sys((uint64_t*)a.signal[peer] + SIG_READY + a.rank, a.recvSeq[threadIdx.x]);
+    }
+    __syncthreads();
+    if (threadIdx.x < a.nsend) {
+        int peer = a.sendPeer[threadIdx.x];
+        if (!wait_geq(mine + SIG_READY + peer, a.sendSeq[threadIdx.x], a.abortFlag, a.status, a.timeoutNs,
+                      a.sendSeq[threadIdx.x], peer)) {
+            failed = 1;
+        }
+    }
+    __syncthreads();
+    if (failed) return;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (int t = 0; t < a.nsend; t++) {
+        const uint64_t bytes = a.sendBytes[t];
+        const uint64_t src = a.sendSrc[t], dst = a.sendDst[t];
+        const uint64_t nvec = a.vec ? bytes / 16 : 0;
+        for (uint64_t v = tid; v < nvec; v += stride) ((uint4*)dst)[v] = ((const uint4*)src)[v];
+        for (uint64_t i = nvec * 16 + tid; i < bytes; i += stride) ((uint8_t*)dst)[i] = ((const uint8_t*)src)[i];
+    }
+    __syncthreads();
+    if (a.nsend > 0 && threadIdx.x == 0) {
+        __threadfence_system();
+        unsigned long long* counter = (unsigned long long*)((uint64_t*)a.signal[a.rank] + SIG_COUNTER);
+        unsigned long long prev = atomicAdd(counter, 1ull);
+        if (prev == a.blocksBase + gridDim.x - 1) {
+            __threadfence_system();
+            for (int t = 0; t < a.nsend; t++) {
+                st_release_sys((uint64_t*)a.signal[a.sendPeer[t]] + SIG_DONE + a.rank, a.sendSeq[t]);
+            }
+        }
+    }
+    if (blockIdx.x == 0 && threadIdx.x < a.nrecv) {
+        int peer = a.recvPeer[threadIdx.x];
+        wait_geq(mine + SIG_DONE + peer, a.recvSeq[threadIdx.x], a.abortFlag, a.status, a.timeoutNs,
+                 a.recvSeq[threadIdx.x], peer);
+    }
+}

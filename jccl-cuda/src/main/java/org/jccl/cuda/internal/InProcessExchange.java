@@ -1,0 +1,135 @@
+package org.jccl.cuda.internal;
+
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.JcclTimeoutException;
+
+/**
+ * The exchange of the ranks of one process (one rank per GPU, any number of threads): mailboxes
+ * in Java memory, published with release stores and read with acquire loads. A rank may run up to
+ * {@link #DEPTH} operations ahead of the slowest before it waits for it.
+ */
+public final class InProcessExchange implements Exchange {
+    static final int DEPTH = 256;
+    private final int n;
+    private final long timeoutNs;
+    // collectives: [slot][rank] -> tag (epoch + 1), in, out
+    private final AtomicLongArray collTag;
+    private final long[] collIn;
+    private final long[] collOut;
+    private final AtomicLongArray collConsumed; // [rank]: last epoch resolved + 1
+    // receives: [src][dst][slot] -> tag (seq + 1), address, bytes
+    private final AtomicLongArray recvTag;
+    private final long[] recvAddr;
+    private final long[] recvBytes;
+    private final AtomicLongArray recvConsumed; // [src][dst]: last seq resolved by the sender + 1
+    private volatile boolean aborted;
+
+    public InProcessExchange(int n, long timeoutNs) {
+        this.n = n;
+        this.timeoutNs = timeoutNs;
+        this.collTag = new AtomicLongArray(DEPTH * n);
+        this.collIn = new long[DEPTH * n];
+        this.collOut = new long[DEPTH * n];
+        this.collConsumed = new AtomicLongArray(n);
+        this.recvTag = new AtomicLongArray(n * n * DEPTH);
+        this.recvAddr = new long[n * n * DEPTH];
+        this.recvBytes = new long[n * n * DEPTH];
+        this.recvConsumed = new AtomicLongArray(n * n);
+    }
+
+    @Override
+    public int size() {
+        return n;
+    }
+
+    @Override
+    public void publishCollective(int rank, long epoch, long in, long out) {
+        // The slot is free once every rank has resolved the operation DEPTH epochs back.
+        for (int q = 0; q < n; q++) {
+            final int peer = q;
+            await(() -> collConsumed.get(peer) > epoch - DEPTH, "rank " + rank + " waits for rank " + q
+                    + " to take part in operation #" + (epoch - DEPTH), rank);
+        }
+        int i = (int) (epoch % DEPTH) * n + rank;
+        collIn[i] = in;
+        collOut[i] = out;
+        collTag.set(i, epoch + 1); // volatile store: releases the plain stores above
+    }
+
+    @Override
+    public long[] resolveCollective(int rank, long epoch) {
+        long[] r = new long[2 * n];
+        int base = (int) (epoch % DEPTH) * n;
+        for (int q = 0; q < n; q++) {
+            final int i = base + q;
+            await(() -> collTag.get(i) == epoch + 1, "rank " + rank + " waits for rank " + q + " to call collective #" + epoch, rank);
+            r[2 * q] = collIn[i];
+            r[2 * q + 1] = collOut[i];
+        }
+        collConsumed.set(rank, epoch + 1);
+        return r;
+    }
+
+    @Override
+    public void publishRecv(int rank, int src, long seq, long address, long bytes) {
+        int pair = src * n + rank;
+        await(() -> recvConsumed.get(pair) > seq - DEPTH, "rank " + rank + " waits for rank " + src + " to send", rank);
+        int i = pair * DEPTH + (int) (seq % DEPTH);
+        recvAddr[i] = address;
+        recvBytes[i] = bytes;
+        recvTag.set(i, seq + 1);
+    }
+
+    @Override
+    public long[] resolveSend(int rank, int dst, long seq) {
+        int pair = rank * n + dst;
+        int i = pair * DEPTH + (int) (seq % DEPTH);
+        await(() -> recvTag.get(i) == seq + 1, "rank " + rank + " waits for rank " + dst + " to post the matching recv", rank);
+        long[] r = {recvAddr[i], recvBytes[i]};
+        recvConsumed.set(pair, seq + 1);
+        return r;
+    }
+
+    private interface Cond {
+        boolean ok();
+    }
+
+    private void await(Cond c, String what, int rank) {
+        if (c.ok()) {
+            return;
+        }
+        long start = System.nanoTime();
+        int spins = 0;
+        while (!c.ok()) {
+            if (aborted) {
+                throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": the GPU communicator was aborted while " + what);
+            }
+            spins++;
+            if (spins < 20_000) {
+                Thread.onSpinWait();
+            } else if (spins < 40_000) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(20_000);
+                if (System.nanoTime() - start > timeoutNs) {
+                    throw new JcclTimeoutException("rank " + rank + ": timed out after " + timeoutNs / 1_000_000_000L + " s: " + what
+                            + " (JCCL_CUDA_WAIT_TIMEOUT). With one thread driving several GPUs, wrap the calls of all ranks in"
+                            + " groupStart()/groupEnd().");
+                }
+            }
+        }
+    }
+
+    @Override
+    public void abort() {
+        aborted = true;
+    }
+
+    /** Shared by the communicators of one createAll: closing one must not stop the others. */
+    @Override
+    public void close() {
+    }
+}

@@ -1,0 +1,281 @@
+package org.jccl.cuda.internal;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+import org.jccl.Buffer;
+import org.jccl.Communicator;
+import org.jccl.Config;
+import org.jccl.ErrorCode;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.Work;
+import org.jccl.cuda.CudaDevice;
+import org.jccl.internal.log.Log;
+
+/**
+ * The exchange between processes: each rank's buffers travel as CUDA IPC handles (the handle of
+ * the allocation that holds the buffer, plus the offset) over a host communicator of its own; the
+ * receiving side maps each allocation once with cuIpcOpenMemHandle and caches the mapping.
+ *
+ * <p>Collectives: one all-gather of fixed 168-byte records per operation. Point-to-point: the
+ * receiver sends its record to the sender (asynchronously, in the publish phase); the sender
+ * receives it in the launch phase. Used by the thread that drives the communicator.
+ */
+public final class IpcExchange implements Exchange {
+    private static final int REF_BYTES = CudaDriver.IPC_HANDLE_BYTES + 16; // handle, offset, size
+    private static final int RECORD_BYTES = 8 + 2 * REF_BYTES;
+
+    private final Communicator host;
+    private final int rank;
+    private final int n;
+    private final long ownSignal;
+    private final long[] peerSignals;
+    private final int maxBlocks;
+    private final Map<String, Long> mapped = new HashMap<>();
+    /** Published, not yet resolved collectives of this rank: record, own in, own out. */
+    private final java.util.ArrayDeque<Object[]> published = new java.util.ArrayDeque<>();
+    private final java.util.ArrayDeque<Work> pendingSends = new java.util.ArrayDeque<>();
+    private volatile boolean aborted;
+
+    private IpcExchange(Communicator host, long ownSignal, long[] peerSignals, int maxBlocks) {
+        this.host = host;
+        this.rank = host.rank();
+        this.n = host.size();
+        this.ownSignal = ownSignal;
+        this.peerSignals = peerSignals;
+        this.maxBlocks = maxBlocks;
+    }
+
+    /**
+     * Collective over {@code host}: allocates this rank's signal area, exchanges identities and
+     * handles, rejects two ranks on one GPU, maps every peer's signal area.
+     */
+    public static IpcExchange create(Communicator host, CudaDevice device, long signalBytes, Config config) {
+        int n = host.size();
+        int rank = host.rank();
+        long signal = CudaDriver.memAlloc(signalBytes);
+        byte[] handle = CudaDriver.ipcGetMemHandle(signal);
+        // identity record: uuid (40 bytes, ASCII), sm count, handle
+        int idBytes = 40 + 4 + CudaDriver.IPC_HANDLE_BYTES;
+        byte[] me = new byte[idBytes];
+        ByteBuffer b = ByteBuffer.wrap(me).order(ByteOrder.LITTLE_ENDIAN);
+        byte[] uuid = device.uuid().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        b.put(uuid, 0, Math.min(40, uuid.length));
+        b.position(40);
+        b.putInt(device.multiprocessorCount());
+        b.put(handle);
+        byte[] all = new byte[idBytes * n];
+        host.allGather(Buffer.of(me), Buffer.of(all));
+        long[] peers = new long[n];
+        int maxBlocks = KernelArgs.MAX_BLOCKS;
+        Map<String, Integer> byUuid = new HashMap<>();
+        for (int q = 0; q < n; q++) {
+            ByteBuffer r = ByteBuffer.wrap(all, q * idBytes, idBytes).order(ByteOrder.LITTLE_ENDIAN);
+            byte[] u = new byte[40];
+            r.get(u);
+            String id = new String(u, java.nio.charset.StandardCharsets.US_ASCII).trim();
+            Integer other = byUuid.putIfAbsent(id, q);
+            if (other != null) {
+                CudaDriver.memFree(signal);
+                throw new InvalidUsageException("ranks " + other + " and " + q + " are both bound to GPU " + id.replace("\0", "")
+                        + ": every rank needs a GPU of its own. Map local ranks to GPUs one to one (jccl uses GPU = local rank;"
+                        + " check CUDA_VISIBLE_DEVICES=" + System.getenv("CUDA_VISIBLE_DEVICES") + " and the launcher's settings)");
+            }
+            maxBlocks = Math.min(maxBlocks, r.getInt());
+            byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
+            r.get(h);
+            peers[q] = q == rank ? signal : CudaDriver.ipcOpenMemHandle(h);
+        }
+        IpcExchange ex = new IpcExchange(host, signal, peers, maxBlocks);
+        for (int q = 0; q < n; q++) {
+            if (q != rank) {
+                byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
+                System.arraycopy(all, q * idBytes + 44, h, 0, h.length);
+                ex.mapped.put(HexFormat.of().formatHex(h), peers[q]);
+            }
+        }
+        Log.info(Log.Subsys.INIT, rank, "GPU " + device.ordinal() + " " + device.uuid() + ": mapped the signal areas of "
+                + (n - 1) + " peer GPU(s) through CUDA IPC");
+        return ex;
+    }
+
+    public long ownSignal() {
+        return ownSignal;
+    }
+
+    public long[] peerSignals() {
+        return peerSignals.clone();
+    }
+
+    public int maxBlocks() {
+        return maxBlocks;
+    }
+
+    @Override
+    public int size() {
+        return n;
+    }
+
+    /** Writes (handle of the allocation holding p, offset in it, size) at {@code at}; zeros for p == 0. */
+    private static void ref(byte[] rec, int at, long p) {
+        ByteBuffer b = ByteBuffer.wrap(rec, at, REF_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        if (p == 0) {
+            b.put(new byte[REF_BYTES]);
+            return;
+        }
+        long[] range = CudaDriver.memGetAddressRange(p);
+        b.put(CudaDriver.ipcGetMemHandle(range[0]));
+        b.putLong(p - range[0]);
+        b.putLong(range[1]);
+    }
+
+    /** The address, mapped here, of the reference at {@code at}; 0 for a null reference. */
+    private long map(byte[] rec, int at, int peer) {
+        ByteBuffer b = ByteBuffer.wrap(rec, at, REF_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
+        b.get(h);
+        long offset = b.getLong();
+        long size = b.getLong();
+        if (size == 0) {
+            return 0;
+        }
+        String key = HexFormat.of().formatHex(h);
+        Long base = mapped.get(key);
+        if (base == null) {
+            base = CudaDriver.ipcOpenMemHandle(h);
+            mapped.put(key, base);
+            Log.trace(Log.Subsys.P2P, rank, "mapped " + size + " bytes of rank " + peer + " through CUDA IPC");
+        }
+        return base + offset;
+    }
+
+    @Override
+    public void publishCollective(int rank, long epoch, long in, long out) {
+        byte[] mine = new byte[RECORD_BYTES];
+        ByteBuffer.wrap(mine).order(ByteOrder.LITTLE_ENDIAN).putLong(0, epoch);
+        ref(mine, 8, in);
+        ref(mine, 8 + REF_BYTES, out);
+        published.add(new Object[] {mine, in, out});
+    }
+
+    @Override
+    public long[] resolveCollective(int rank, long epoch) {
+        check();
+        Object[] p = published.poll();
+        if (p == null) {
+            throw new IllegalStateException("resolveCollective without publishCollective");
+        }
+        byte[] all = new byte[RECORD_BYTES * n];
+        host.allGather(Buffer.of((byte[]) p[0]), Buffer.of(all));
+        long[] r = new long[2 * n];
+        r[2 * rank] = (long) p[1];
+        r[2 * rank + 1] = (long) p[2];
+        for (int q = 0; q < n; q++) {
+            long e = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN).getLong(q * RECORD_BYTES);
+            if (e != epoch) {
+                throw new JcclException(ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch + " met rank " + q
+                        + "'s collective #" + e + ": the ranks issued different sequences of GPU operations");
+            }
+            if (q == rank) {
+                continue;
+            }
+            r[2 * q] = map(all, q * RECORD_BYTES + 8, q);
+            r[2 * q + 1] = map(all, q * RECORD_BYTES + 8 + REF_BYTES, q);
+        }
+        return r;
+    }
+
+    @Override
+    public void publishRecv(int rank, int src, long seq, long address, long bytes) {
+        check();
+        byte[] rec = new byte[8 + REF_BYTES];
+        ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).putLong(0, seq);
+        ref(rec, 8, address);
+        // the receive size travels as the allocation size field's neighbour: overwrite with the buffer size
+        ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).putLong(8 + CudaDriver.IPC_HANDLE_BYTES + 8, bytes);
+        if (src == rank) {
+            selfRecv.put(seq, new long[] {address, bytes});
+            return;
+        }
+        pendingSends.add(host.sendAsync(Buffer.of(rec), src));
+    }
+
+    private final Map<Long, long[]> selfRecv = new HashMap<>();
+
+    @Override
+    public long[] resolveSend(int rank, int dst, long seq) {
+        check();
+        if (dst == rank) {
+            long[] r = selfRecv.remove(seq);
+            if (r == null) {
+                throw new InvalidUsageException("rank " + rank + " sends to itself without a matching recv in the same group");
+            }
+            return r;
+        }
+        byte[] rec = new byte[8 + REF_BYTES];
+        host.recv(Buffer.of(rec), dst);
+        ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
+        long s = b.getLong(0);
+        if (s != seq) {
+            throw new JcclException(ErrorCode.MISMATCH, "rank " + rank + ": send #" + seq + " to rank " + dst + " met its recv #" + s);
+        }
+        long bytes = b.getLong(8 + CudaDriver.IPC_HANDLE_BYTES + 8);
+        // map() reads (handle, offset, size): size must be non-zero for a real buffer
+        long addr = bytes == 0 && b.getLong(8 + CudaDriver.IPC_HANDLE_BYTES) == 0 ? 0 : map(rec, 8, dst);
+        return new long[] {addr, bytes};
+    }
+
+    @Override
+    public void flush(int rank) {
+        while (!pendingSends.isEmpty()) {
+            Work w = pendingSends.peek();
+            if (!w.isDone()) {
+                return; // completes with the host communicator's progress; joined at close
+            }
+            pendingSends.poll().join();
+        }
+    }
+
+    private void check() {
+        if (aborted) {
+            throw new JcclException(ErrorCode.ABORTED, "the GPU communicator was aborted");
+        }
+    }
+
+    @Override
+    public void abort() {
+        aborted = true;
+        host.abort();
+    }
+
+    @Override
+    public void close() {
+        for (Work w : pendingSends) {
+            try {
+                w.join();
+            } catch (RuntimeException ignored) {
+                // the communicator is going away; a failed notice changes nothing now
+            }
+        }
+        pendingSends.clear();
+        for (long base : mapped.values()) {
+            try {
+                CudaDriver.ipcCloseMemHandle(base);
+            } catch (RuntimeException e) {
+                Log.warn(Log.Subsys.P2P, rank, "cuIpcCloseMemHandle: " + e.getMessage());
+            }
+        }
+        mapped.clear();
+        try {
+            CudaDriver.memFree(ownSignal);
+        } catch (RuntimeException e) {
+            Log.warn(Log.Subsys.P2P, rank, "freeing the signal area: " + e.getMessage());
+        }
+        if (!aborted) {
+            host.close();
+        }
+    }
+}
