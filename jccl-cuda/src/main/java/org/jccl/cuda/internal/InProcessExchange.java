@@ -47,13 +47,15 @@ public final class InProcessExchange implements Exchange {
 
     @Override
     public void publishCollective(int rank, long epoch, long in, long out) {
-        // The slot is free once every rank has resolved the operation DEPTH epochs back.
+        // The slot is free once every rank has resolved its previous occupant. (Operations that
+        // exchange nothing skip epochs, so the occupant's epoch is read from the slot itself.)
+        int i = (int) (epoch % DEPTH) * n + rank;
+        long previous = collTag.get(i); // epoch + 1 of the previous occupant, 0 if none
         for (int q = 0; q < n; q++) {
             final int peer = q;
-            await(() -> collConsumed.get(peer) > epoch - DEPTH, "rank " + rank + " waits for rank " + q
-                    + " to take part in operation #" + (epoch - DEPTH), rank);
+            await(() -> collConsumed.get(peer) >= previous, "rank " + rank + " waits for rank " + q
+                    + " to take part in operation #" + (previous - 1), rank);
         }
-        int i = (int) (epoch % DEPTH) * n + rank;
         collIn[i] = in;
         collOut[i] = out;
         collTag.set(i, epoch + 1); // volatile store: releases the plain stores above
