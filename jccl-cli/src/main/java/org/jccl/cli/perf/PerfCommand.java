@@ -117,7 +117,8 @@ public final class PerfCommand implements Callable<Integer> {
     Path json;
 
     @Option(names = "-np", paramLabel = "N",
-            description = "start N ranks on this host, each running this command without -np")
+            description = "start N ranks on this host, each running this command without -np (on GPUs: one GPU per"
+                    + " rank, the GPU numbered by its local rank)")
     Integer np;
 
     @Option(names = {"-g", "--ngpus"}, paramLabel = "N",

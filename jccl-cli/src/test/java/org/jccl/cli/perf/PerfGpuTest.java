@@ -71,20 +71,24 @@ class PerfGpuTest {
         return w;
     }
 
-    private static void assertCleanRun(Exec e, int gpus, String backendPrefix) {
+    /**
+     * Exit code 0, the device block (nGpus per process, one line per rank with its GPU), every row
+     * of 8 B to 1 MiB by 4 checked and right, the footer, no stack trace.
+     */
+    private static void assertCleanRun(Exec e, int gpusPerProcess, int ranks, String backendPrefix) {
         String all = e.out() + "\n--- stderr ---\n" + e.err();
         assertEquals(0, e.code(), all);
         List<String> lines = e.out().lines().toList();
-        assertTrue(lines.stream().anyMatch(l -> l.startsWith("# nThread 1 nGpus " + gpus + " minBytes 8 maxBytes 1048576 ")), all);
+        assertTrue(lines.stream().anyMatch(l -> l.startsWith("# nThread 1 nGpus " + gpusPerProcess + " minBytes 8 maxBytes 1048576 ")), all);
         assertTrue(lines.stream().anyMatch(l -> l.startsWith("# Backend: " + backendPrefix)), all);
-        for (int r = 0; r < gpus; r++) {
+        for (int r = 0; r < ranks; r++) {
             String prefix = "#  Rank " + String.format("%2d", r) + " Group  0 Pid ";
             String device = " device " + String.format("%2d", r) + " [";
             assertTrue(lines.stream().anyMatch(l -> l.startsWith(prefix) && l.contains(device)),
                     "device line of rank " + r + "\n" + all);
         }
         List<String> rows = e.rows();
-        assertEquals(11, rows.size(), "8 B to 1 MiB by 4\n" + all);
+        assertEquals(SizeSweep.sizes(8, 1 << 20, 1 << 20, 4).size(), rows.size(), "8 B to 1 MiB by 4\n" + all);
         for (String w : wrongColumns(rows)) {
             assertEquals("0", w, all);
         }
@@ -97,7 +101,7 @@ class PerfGpuTest {
     void jcclBackendOnEveryGpu() {
         int n = Cuda.deviceCount();
         Exec e = exec("perf", "all_reduce", "-g", Integer.toString(n), "-b", "8", "-e", "1M", "-f", "4", "-c", "1");
-        assertCleanRun(e, n, "jccl");
+        assertCleanRun(e, n, n, "jccl");
     }
 
     @Test
@@ -106,7 +110,7 @@ class PerfGpuTest {
         int n = Cuda.deviceCount();
         Exec e = exec("perf", "all_reduce", "-g", Integer.toString(n), "--backend", "nccl", "-b", "8", "-e", "1M", "-f", "4",
                 "-c", "1");
-        assertCleanRun(e, n, "nccl");
+        assertCleanRun(e, n, n, "nccl");
     }
 
     /** -np P --device cuda: P rank processes, GPU = local rank, the host communicator around them. */
@@ -124,7 +128,8 @@ class PerfGpuTest {
             System.setOut(saved);
         }
         Exec withOut = new Exec(e.code(), captured.toString(StandardCharsets.UTF_8), e.err());
-        assertCleanRun(withOut, 1, "jccl");
+        assertCleanRun(withOut, 1, 2, "jccl");
+        assertTrue(e.err().contains("(local rank 1) on GPU 1 ["), "the mapping is logged\n" + e.err());
     }
 
     // ------------------------------------------------------------------ the harness, with a stand-in communicator
