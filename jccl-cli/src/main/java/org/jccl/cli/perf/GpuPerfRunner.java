@@ -422,7 +422,7 @@ final class GpuPerfRunner {
         if (!"nccl".equals(name)) {
             return name;
         }
-        String path = loadedLibrary("libnccl");
+        String path = loadedLibrary("libnccl.so");
         String version = path == null ? null : ncclVersion(path);
         return name + (version != null ? " " + version : "") + (path != null ? " (" + path + ")" : "");
     }
