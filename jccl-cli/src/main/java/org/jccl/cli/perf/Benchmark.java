@@ -330,41 +330,12 @@ final class Benchmark implements AutoCloseable {
 
     /** Poisons the receive region and writes this rank's send data (at buffer offset 0, as check runs use iter 0). */
     void initData(DataPattern p, Collective.Counts counts, int root, boolean inPlace) {
-        int ws = p.type().size();
-        DataPattern.poison(recv, counts.sizeBytes(ws));
-        MemorySegment data = inPlace ? recv.asSlice(counts.sendInPlaceOffset() * rank * ws) : send;
-        if (o.collective() == Collective.BROADCAST) {
-            if (rank == root) {
-                p.fill(data, root, 0, counts.sendCount());
-            }
-        } else {
-            p.fill(data, rank, 0, counts.sendCount());
-        }
+        DataCheck.initData(o.collective(), p, counts, rank, root, inPlace, send, recv);
     }
 
     /** Elements of this rank's result that differ from what the pattern says they must be. */
     long countWrong(DataPattern p, Collective.Counts counts, int root, boolean inPlace) {
-        DataType t = p.type();
-        MemorySegment r = recv.asSlice(inPlace ? counts.recvInPlaceOffset() * rank * t.size() : 0);
-        long base = counts.paramCount();
-        long poison = Elements.mask(t) & 0xA5A5_A5A5_A5A5_A5A5L;
-        long wrong = 0;
-        for (long i = 0; i < counts.recvCount(); i++) {
-            long expected = switch (o.collective()) {
-                case ALL_REDUCE -> p.reducedBits(i);
-                // Only the root's receive buffer is written: elsewhere it must be left as it was.
-                case REDUCE -> rank == root ? p.reducedBits(i) : inPlace ? p.bits(rank, i) : poison;
-                case BROADCAST -> p.bits(root, i);
-                case ALL_GATHER -> p.bits((int) (i / base), i % base);
-                case REDUCE_SCATTER -> p.reducedBits(rank * base + i);
-                case ALLTOALL -> p.bits((int) (i / base), rank * base + i % base);
-                case SENDRECV -> p.bits((rank - 1 + nranks) % nranks, i);
-            };
-            if (!p.matches(expected, Elements.getBits(r, i, t))) {
-                wrong++;
-            }
-        }
-        return wrong;
+        return DataCheck.countWrong(o.collective(), p, counts, rank, nranks, root, inPlace, recv);
     }
 
     /** Frees the buffers; the communicator stays open (it belongs to the caller). */

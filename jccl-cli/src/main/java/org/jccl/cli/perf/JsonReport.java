@@ -101,6 +101,16 @@ final class JsonReport {
      */
     String document(PerfOptions o, List<RankInfo> ranks, Map<String, String> env, long errors, double avgBusBw,
             double minBusBw, List<String> errorMessages) {
+        return document(o, ranks, env, errors, avgBusBw, minBusBw, errorMessages, 1, null);
+    }
+
+    /**
+     * {@link #document(PerfOptions, List, Map, long, double, double, List)} for a run that drives
+     * {@code ngpus} GPUs per process; {@code backend} (the "# Backend:" text, or null for host
+     * memory) is added as "backend".
+     */
+    String document(PerfOptions o, List<RankInfo> ranks, Map<String, String> env, long errors, double avgBusBw,
+            double minBusBw, List<String> errorMessages, int ngpus, String backend) {
         StringBuilder b = new StringBuilder(results.length() + 2048);
         b.append("{\"version\":3");
         b.append(",\"start_time\":").append(str(startTime));
@@ -120,7 +130,10 @@ final class JsonReport {
         b.append(",\"env\":");
         list(b, envList);
         b.append(",\"jccl_version\":").append(str(Jccl.version()));
-        b.append(",\"config\":{\"nthreads\":1,\"ngpus\":1")
+        if (backend != null) {
+            b.append(",\"backend\":").append(str(backend));
+        }
+        b.append(",\"config\":{\"nthreads\":1,\"ngpus\":").append(ngpus)
                 .append(",\"minimum_bytes\":").append(o.minBytes())
                 .append(",\"maximum_bytes\":").append(o.maxBytes());
         if (o.stepFactor() > 1) {

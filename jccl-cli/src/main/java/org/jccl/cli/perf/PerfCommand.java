@@ -31,11 +31,17 @@ import picocli.CommandLine.Spec;
  * is one rank of a job whose identity comes from the environment ({@code jccl run}, torchrun,
  * mpirun, srun). Rank 0 prints the report.
  *
- * <p>Exit codes: 0 success, 1 wrong results or a failed run, 2 bad usage.
+ * <p>On GPUs ({@code --device cuda}, {@code -g N}, {@code --backend nccl}) see {@link GpuPerfRunner}:
+ * without a launcher one process drives N GPUs, one thread each; under a launcher each process
+ * drives the GPU of its local rank.
+ *
+ * <p>Exit codes: 0 success, 1 wrong results or a failed run (also: no GPU, too few GPUs, no NCCL),
+ * 2 bad usage.
  */
 @Command(name = "perf", sortOptions = false, usageHelpAutoWidth = true,
         description = {"Measures a collective like nccl-tests (all_reduce_perf, ...): same flags, same table, same busbw.",
-                "Start N local ranks with -np N, or run one rank per process under jccl run, torchrun, mpirun or srun."},
+                "Start N local ranks with -np N, or run one rank per process under jccl run, torchrun, mpirun or srun.",
+                "On GPUs: -g N drives N GPUs from this process (one thread each); --backend nccl measures NCCL the same way."},
         footer = {"", "Sizes take K, M, G suffixes (powers of 1024). Exit codes: 0 ok, 1 wrong results or failure, 2 usage error."})
 public final class PerfCommand implements Callable<Integer> {
 
@@ -111,8 +117,23 @@ public final class PerfCommand implements Callable<Integer> {
     Path json;
 
     @Option(names = "-np", paramLabel = "N",
-            description = "start N ranks on this host, each running this command without -np")
+            description = "start N ranks on this host, each running this command without -np (on GPUs: one GPU per"
+                    + " rank, the GPU numbered by its local rank)")
     Integer np;
+
+    @Option(names = {"-g", "--ngpus"}, paramLabel = "N",
+            description = "GPUs driven by this process, one thread each, rank i on GPU i (nccl-tests' -g); implies"
+                    + " --device cuda (default: CPU mode)")
+    Integer ngpus;
+
+    @Option(names = "--device", paramLabel = "cpu|cuda",
+            description = "cpu: host memory; cuda: GPU memory, one GPU per process unless -g says more, the GPU of a"
+                    + " launched rank being its local rank (default: cpu, or cuda with -g or --backend nccl)")
+    String device;
+
+    @Option(names = "--backend", paramLabel = "jccl|nccl",
+            description = "on GPUs: jccl's kernels or NCCL (libnccl.so.2), measured the same way (default: jccl)")
+    String backend;
 
     @Option(names = {"-h", "--help"}, usageHelp = true, description = "show this help and exit")
     boolean help;
@@ -122,9 +143,26 @@ public final class PerfCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         PerfOptions options = options(System.getenv());
+        DeviceOptions dev = deviceOptions();
         if (np != null) {
             if (np < 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "-np must be at least 1, got " + np);
+            }
+            if (dev.gpu()) {
+                // Checked once here rather than by each of the N ranks.
+                if (dev.ngpus() > 1) {
+                    throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: -np " + np + " with -g/--ngpus "
+                            + dev.ngpus() + " is not supported yet: use -np P (one GPU per rank) or -g N (N GPUs, one process)");
+                }
+                String problem = GpuPerfRunner.environmentProblem(dev);
+                if (problem == null) {
+                    problem = GpuPerfRunner.tooFewGpus(np, "-np " + np + " (one GPU per rank)");
+                }
+                if (problem != null) {
+                    err.println("jccl perf: " + problem);
+                    err.flush();
+                    return PerfRunner.FAILED;
+                }
             }
             List<String> command = new ArrayList<>(LocalLauncher.javaCommand("org.jccl.cli.JcclCli"));
             command.add("perf");
@@ -136,6 +174,9 @@ public final class PerfCommand implements Callable<Integer> {
             }
         }
         Config config = Config.fromEnvironment();
+        if (dev.gpu()) {
+            return GpuPerfRunner.run(config, options, dev, out, err, System.getenv());
+        }
         if (config.launch().isEmpty()) {
             err.println("jccl perf: this process is not part of a job (no JCCL_COMM_ID/RANK/WORLD_SIZE, torchrun, Open MPI"
                     + " or Slurm variables). Start ranks with `jccl perf -np N " + String.join(" ", options.args())
@@ -175,6 +216,15 @@ public final class PerfCommand implements Callable<Integer> {
             return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
                     PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,
                     rankArgs(spec.commandLine().getParseResult()), jitWarmup, parseTiming(timing));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
+        }
+    }
+
+    /** Validates -g, --device and --backend; a bad value or combination is a usage error (exit code 2). */
+    DeviceOptions deviceOptions() {
+        try {
+            return DeviceOptions.parse(device, ngpus, backend);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
         }

@@ -27,6 +27,11 @@ record RankInfo(int rank, long pid, String host, int device, String busId, Strin
         return new RankInfo(rank, ProcessHandle.current().pid(), hostName(), -1, "cpu", desc);
     }
 
+    /** This process, driving {@code gpu}: the CUDA ordinal, PCI bus id and product name, as nccl-tests prints them. */
+    static RankInfo gpu(int rank, org.jccl.cuda.CudaDevice gpu) {
+        return new RankInfo(rank, ProcessHandle.current().pid(), hostName(), gpu.ordinal(), gpu.pciBusId(), gpu.name());
+    }
+
     /** The record sent to the other ranks: tab-separated UTF-8, zero-padded to {@link #RECORD_BYTES}. */
     byte[] encode() {
         String head = rank + "\t" + pid + "\t" + host + "\t" + device + "\t" + busId + "\t";

@@ -25,12 +25,20 @@ final class Table {
      * The run-parameter and device block printed before the table (nccl-tests' writeDeviceReport).
      */
     static List<String> deviceReport(PerfOptions o, List<RankInfo> ranks) {
+        return deviceReport(o, ranks, 1, null);
+    }
+
+    /**
+     * The device block of a run that drives {@code nGpus} GPUs per process (nccl-tests' -g), with a
+     * "# Backend: ..." line after the parameters when {@code backend} is not null.
+     */
+    static List<String> deviceReport(PerfOptions o, List<RankInfo> ranks, int nGpus, String backend) {
         List<String> l = new ArrayList<>();
         l.add("# jccl perf version " + Jccl.version() + " (nccl-tests " + NCCL_TESTS_LAYOUT + " layout) java="
                 + Runtime.version());
         l.add("# Collective test starting: " + o.collective().programName());
         boolean factor = o.stepFactor() > 1;
-        l.add("# nThread 1 nGpus 1 minBytes " + o.minBytes() + " maxBytes " + o.maxBytes() + " step: "
+        l.add("# nThread 1 nGpus " + nGpus + " minBytes " + o.minBytes() + " maxBytes " + o.maxBytes() + " step: "
                 + (factor ? o.stepFactor() : o.stepBytes()) + "(" + (factor ? "factor" : "bytes") + ") warmup iters: "
                 + o.warmupIters() + " iters: " + o.iters() + " agg iters: 1 validation: " + o.check()
                 + " graph: 0 unalign: 0");
@@ -40,6 +48,9 @@ final class Table {
             case 3 -> l.add("# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier ");
             default -> {
             }
+        }
+        if (backend != null) {
+            l.add("# Backend: " + backend);
         }
         l.add("#");
         l.add("# Using devices");

@@ -8,5 +8,14 @@
  * for its JSON. Putting {@code all_reduce_perf -b 8 -e 64M -f 4} next to {@code jccl perf
  * all_reduce -b 8 -e 64M -f 4} must give the same sizes, counts and columns, so that only the
  * measured numbers differ.
+ *
+ * <p>GPU mode ({@code --device cuda}, {@code -g N}, {@code --backend jccl|nccl}): {@code
+ * GpuPerfRunner} sets up the device communicators (N GPUs in this process, or one GPU per launched
+ * process), {@code GpuBenchmark} measures one GPU rank on its own thread the way nccl-tests does
+ * (operations enqueued back to back on the rank's stream, one stream synchronize, host wall time /
+ * iterations), and {@code RankSync} combines times and error counts over the threads of a process
+ * and, through the host communicator, over processes. The data check ({@code DataCheck}) is the
+ * host benchmark's, with the GPU buffers staged through host memory. jccl's kernels and NCCL run
+ * through the same code, so their rows can be compared directly.
  */
 package org.jccl.cli.perf;
