@@ -23,6 +23,7 @@ import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.cuda.internal.DeviceArgs;
+import org.jccl.cuda.internal.Nccl;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -430,6 +431,18 @@ class NcclCommunicatorTest {
     void createAllRejectsDuplicateAndEmptyDeviceLists() {
         rejects("no devices", () -> NcclCommunicator.createAll(List.of()));
         rejects("GPU 0 is listed twice", () -> NcclCommunicator.createAll(List.of(devices.get(0), devices.get(0))));
+    }
+
+    /** An error NCCL reports names the call, its arguments, NCCL's code and text, and NCCL's own last message. */
+    @Test
+    void ncclErrorsNameTheCallTheCodeAndNcclsMessage() {
+        devices.get(0).makeCurrent();
+        CudaException e = assertThrows(CudaException.class, () -> Nccl.commInitRank(2, Nccl.getUniqueId(), 7));
+        System.out.println("NCCL error as reported: " + e.getMessage());
+        assertEquals(Nccl.INVALID_ARGUMENT, e.result());
+        assertEquals(ErrorCode.DEVICE, e.code());
+        assertTrue(e.getMessage().startsWith("ncclCommInitRank(nranks=2, rank=7) failed: ncclInvalidArgument ("), e.getMessage());
+        assertTrue(e.getMessage().contains("NCCL says: "), e.getMessage());
     }
 
     // ------------------------------------------------------------------ lifecycle

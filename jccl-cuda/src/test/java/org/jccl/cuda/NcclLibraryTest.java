@@ -34,6 +34,9 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class NcclLibraryTest {
 
+    /** A library name the system loader finds nowhere, so that the later places are reached. */
+    private static final String NOWHERE = "libjccl-test-no-such-library.so.2";
+
     @TempDir
     Path tmp;
 
@@ -93,17 +96,17 @@ class NcclLibraryTest {
     /** The wheel patterns are globs: python3* matches a directory, and a file found there is tried. */
     @Test
     void wheelGlobsAreExpandedAndAFileThatDoesNotLoadIsReported() throws IOException {
-        assumeFalse(loaderHasNccl(), "libnccl.so.2 is on the loader path here: the wheel search is never reached");
         Path lib = tmp.resolve("home/.local/lib/python3.99/site-packages/nvidia/nccl/lib/libnccl.so.2");
         Files.createDirectories(lib.getParent());
         Files.writeString(lib, "garbage");
         Map<String, String> env = Map.of("HOME", tmp.resolve("home").toString());
         List<String> patterns = List.of("~/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
                 "$VIRTUAL_ENV/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2");
-        Nccl.Located l = Nccl.locate(env, patterns, List.of());
+        Nccl.Located l = Nccl.locate(env, NOWHERE, patterns, List.of());
         assertNull(l.lookup());
         String all = String.join("\n", l.tried());
-        assertTrue(all.contains(lib + ": found but did not load"), all);
+        assertTrue(all.contains(NOWHERE + " through the system loader"), all);
+        assertTrue(all.contains(lib + ": found but did not load (not an ELF shared library)"), all);
         assertTrue(all.contains("VIRTUAL_ENV not set"), all);
         assertTrue(all.contains("import nvidia.nccl': not asked"), all);
         assertTrue(l.problem().contains(lib.toString()), l.problem());
@@ -112,11 +115,10 @@ class NcclLibraryTest {
     /** Last resort: a python3 that knows nvidia.nccl names the directory; one that does not is reported. */
     @Test
     void pythonIsAskedLastAndItsAnswersAreReported() throws IOException {
-        assumeFalse(loaderHasNccl(), "libnccl.so.2 is on the loader path here: Python is never asked");
         Path pkg = Files.createDirectories(tmp.resolve("site/nvidia/nccl"));
         Path knows = script("knows", "#!/bin/sh\necho " + pkg + "\n");
         Path lacks = script("lacks", "#!/bin/sh\necho 'No module named nvidia' >&2\nexit 1\n");
-        Nccl.Located l = Nccl.locate(Map.of("PATH", ""), List.of(), List.of(lacks.toString(), knows.toString(), "python3"));
+        Nccl.Located l = Nccl.locate(Map.of("PATH", ""), NOWHERE, List.of(), List.of(lacks.toString(), knows.toString(), "python3"));
         assertNull(l.lookup());
         String all = String.join("\n", l.tried());
         assertTrue(all.contains(lacks + " -c 'import nvidia.nccl': not installed (exit 1)"), all);
@@ -131,14 +133,36 @@ class NcclLibraryTest {
         Files.writeString(tmp.resolve("a/python3.11/x/f"), "");
         Files.writeString(tmp.resolve("a/python3.12/x/f"), "");
         Files.writeString(tmp.resolve("a/perl5/x/f"), "");
-        Nccl.Located l = Nccl.locate(Map.of(), List.of(tmp + "/a/python3*/x/f"), List.of());
-        assumeTrue(l.lookup() == null, "NCCL found by the system loader");
+        Nccl.Located l = Nccl.locate(Map.of(), NOWHERE, List.of(tmp + "/a/python3*/x/f"), List.of());
+        assertNull(l.lookup());
         String all = String.join("\n", l.tried());
         // Newest first, the perl directory not matched.
         int i12 = all.indexOf("python3.12/x/f: found");
         int i11 = all.indexOf("python3.11/x/f: found");
         assertTrue(i12 >= 0 && i11 > i12, all);
         assertFalse(all.contains("perl5"), all);
+        assertEquals(List.of(tmp.resolve("a/python3.12/x/f"), tmp.resolve("a/python3.11/x/f")), Nccl.glob(tmp + "/a/python3*/x/f"));
+    }
+
+    /** Where an nvidia-nccl wheel is installed (the GPU machines), its glob finds it and it loads. */
+    @Test
+    void theInstalledWheelIsFoundByItsGlob() {
+        List<Path> found = Nccl.WHEEL_PATTERNS.stream().filter(p -> p.startsWith("/")).flatMap(p -> Nccl.glob(p).stream()).toList();
+        assumeFalse(found.isEmpty(), "skipped: no nvidia-nccl wheel here");
+        Nccl.Located l = Nccl.locate(Map.of(), NOWHERE, Nccl.WHEEL_PATTERNS, List.of());
+        assertNotNull(l.lookup(), l.tried().toString());
+        assertEquals(found.get(0).toString(), l.path());
+        assertTrue(l.tried().get(l.tried().size() - 1).endsWith(": loaded"), l.tried().toString());
+    }
+
+    /** Where a python3 with nvidia.nccl exists (the GPU machines), asking it finds the library. */
+    @Test
+    void theInstalledPythonIsAskedAndItsAnswerLoads() {
+        assumeTrue(Files.isExecutable(Path.of("/opt/torch/.venv/bin/python3")), "skipped: no /opt/torch/.venv/bin/python3 here");
+        Nccl.Located l = Nccl.locate(Map.of(), NOWHERE, List.of(), List.of("/opt/torch/.venv/bin/python3"));
+        assumeTrue(l.lookup() != null, () -> "skipped: that python3 has no nvidia.nccl: " + l.tried());
+        assertTrue(l.path().endsWith("/nvidia/nccl/lib/libnccl.so.2"), l.path());
+        assertTrue(l.tried().get(l.tried().size() - 1).contains("(from /opt/torch/.venv/bin/python3): loaded"), l.tried().toString());
     }
 
     private Path script(String name, String text) throws IOException {
@@ -147,9 +171,6 @@ class NcclLibraryTest {
         return p;
     }
 
-    private static boolean loaderHasNccl() {
-        return Nccl.locate(Map.of(), List.of(), List.of()).lookup() != null;
-    }
 
     // ------------------------------------------------------------------ constant tables
 

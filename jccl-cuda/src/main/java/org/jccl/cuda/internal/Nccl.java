@@ -149,6 +149,14 @@ public final class Nccl {
      * #WHEEL_PATTERNS} and {@code pythons} for {@link #PYTHONS} (empty: do not run Python).
      */
     public static Located locate(Map<String, String> env, List<String> wheelPatterns, List<String> pythons) {
+        return locate(env, LIBRARY_NAME, wheelPatterns, pythons);
+    }
+
+    /**
+     * {@link #locate(Map, List, List)} asking the system loader for {@code loaderName} instead of
+     * libnccl.so.2 (tests pass a name that is nowhere, to reach the later places).
+     */
+    public static Located locate(Map<String, String> env, String loaderName, List<String> wheelPatterns, List<String> pythons) {
         List<String> tried = new ArrayList<>();
         String configured = Settings.NCCL_LIBRARY.getString(Config.fromEnvironment(env));
         if (configured != null && !configured.isBlank()) {
@@ -167,13 +175,13 @@ public final class Nccl {
         }
         tried.add(Settings.NCCL_LIBRARY.name() + ": not set");
         try {
-            SymbolLookup l = SymbolLookup.libraryLookup(LIBRARY_NAME, Arena.global());
-            String path = mappedPath(LIBRARY_NAME);
-            tried.add(LIBRARY_NAME + " through the system loader: loaded " + path);
+            SymbolLookup l = SymbolLookup.libraryLookup(loaderName, Arena.global());
+            String path = mappedPath(loaderName);
+            tried.add(loaderName + " through the system loader: loaded " + path);
             return new Located(l, path, tried, null);
         } catch (IllegalArgumentException | SecurityException e) {
             String ld = env.get("LD_LIBRARY_PATH");
-            tried.add(LIBRARY_NAME + " through the system loader (LD_LIBRARY_PATH=" + (ld == null ? "unset" : ld)
+            tried.add(loaderName + " through the system loader (LD_LIBRARY_PATH=" + (ld == null ? "unset" : ld)
                     + ", ldconfig): not found");
         }
         for (String pattern : wheelPatterns) {
@@ -273,7 +281,7 @@ public final class Nccl {
     }
 
     /** Existing files matching an absolute path whose components may hold {@code *}; newest Python first. */
-    static List<Path> glob(String pattern) {
+    public static List<Path> glob(String pattern) {
         List<Path> current = List.of(Path.of("/"));
         for (String part : pattern.split("/")) {
             if (part.isEmpty()) {
