@@ -15,6 +15,7 @@ import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.cuda.internal.CudaDriver;
+import org.jccl.cuda.internal.DeviceArgs;
 import org.jccl.cuda.internal.Exchange;
 import org.jccl.cuda.internal.InProcessExchange;
 import org.jccl.cuda.internal.IpcExchange;
@@ -337,12 +338,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void allReduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) {
-        checkCommon("allReduce", stream, op);
-        need("allReduce", "send", send);
-        need("allReduce", "recv", recv);
-        sameType("allReduce", send, recv);
-        fits("allReduce", "recv", recv, send.count());
-        long count = send.count();
+        checkUsable("allReduce");
+        long count = DeviceArgs.checkAllReduce(this, send, recv, op, stream);
         DataType t = send.type();
         boolean oneShot = t.bytes(count) <= oneshotMax && size > 1;
         int es = t.size();
@@ -384,15 +381,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void reduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream stream) {
-        checkCommon("reduce", stream, op);
-        checkRank("reduce", "root", root);
-        need("reduce", "send", send);
-        if (rank == root) {
-            need("reduce", "recv", recv);
-            sameType("reduce", send, recv);
-            fits("reduce", "recv", recv, send.count());
-        }
-        long count = send.count();
+        checkUsable("reduce");
+        long count = DeviceArgs.checkReduce(this, send, recv, op, root, stream);
         DataType t = send.type();
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
@@ -415,12 +405,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) {
-        checkCommon("reduceScatter", stream, op);
-        need("reduceScatter", "send", send);
-        need("reduceScatter", "recv", recv);
-        sameType("reduceScatter", send, recv);
-        long c = recv.count();
-        fits("reduceScatter", "send", send, c * size);
+        checkUsable("reduceScatter");
+        long c = DeviceArgs.checkReduceScatter(this, send, recv, op, stream);
         DataType t = send.type();
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
@@ -440,12 +426,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void allGather(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) {
-        checkCommon("allGather", stream, null);
-        need("allGather", "send", send);
-        need("allGather", "recv", recv);
-        sameType("allGather", send, recv);
-        long c = send.count();
-        fits("allGather", "recv", recv, c * size);
+        checkUsable("allGather");
+        long c = DeviceArgs.checkAllGather(this, send, recv, stream);
         long bytes = send.type().bytes(c);
         submitCollective("allGather", send.address(), recv.address(), stream, peers -> {
             args.clear0();
@@ -463,14 +445,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void broadcast(DeviceBuffer send, DeviceBuffer recv, int root, CudaStream stream) {
-        checkCommon("broadcast", stream, null);
-        checkRank("broadcast", "root", root);
-        need("broadcast", "recv", recv);
-        if (rank == root) {
-            need("broadcast", "send", send);
-            sameType("broadcast", send, recv);
-            fits("broadcast", "send", send, recv.count());
-        }
+        checkUsable("broadcast");
+        DeviceArgs.checkBroadcast(this, send, recv, root, stream);
         long total = recv.byteSize();
         long in = rank == root ? send.address() : 0;
         submitCollective("broadcast", in, recv.address(), stream, peers -> {
@@ -492,15 +468,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void allToAll(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) {
-        checkCommon("allToAll", stream, null);
-        need("allToAll", "send", send);
-        need("allToAll", "recv", recv);
-        sameType("allToAll", send, recv);
-        if (send.count() % size != 0) {
-            throw new IllegalArgumentException("allToAll: send.count() = " + send.count() + " is not a multiple of the " + size
-                    + " ranks");
-        }
-        fits("allToAll", "recv", recv, send.count());
+        checkUsable("allToAll");
+        DeviceArgs.checkAllToAll(this, send, recv, stream);
         long blk = send.type().bytes(send.count() / size);
         boolean inPlace = overlaps(send.address(), send.byteSize(), recv.address(), recv.byteSize());
         submitCollective("allToAll", send.address(), recv.address(), stream, peers -> {
@@ -527,17 +496,15 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     @Override
     public void send(DeviceBuffer buf, int peer, CudaStream stream) {
-        checkCommon("send", stream, null);
-        checkRank("send", "peer", peer);
-        need("send", "buf", buf);
+        checkUsable("send");
+        DeviceArgs.checkPointToPoint(this, "send", buf, peer, stream);
         p2p(new P2p(true, buf, peer, stream));
     }
 
     @Override
     public void recv(DeviceBuffer buf, int peer, CudaStream stream) {
-        checkCommon("recv", stream, null);
-        checkRank("recv", "peer", peer);
-        need("recv", "buf", buf);
+        checkUsable("recv");
+        DeviceArgs.checkPointToPoint(this, "recv", buf, peer, stream);
         p2p(new P2p(false, buf, peer, stream));
     }
 
@@ -795,49 +762,6 @@ public final class CudaCommunicator implements DeviceCommunicator {
     }
 
     // ================================================================== checks
-
-    private void checkCommon(String what, CudaStream stream, ReduceOp op) {
-        checkUsable(what);
-        if (stream == null) {
-            throw new IllegalArgumentException(what + ": stream is null");
-        }
-        if (stream.device() != device) {
-            throw new IllegalArgumentException(what + ": the stream belongs to " + stream.device() + " but rank " + rank
-                    + " runs on " + device);
-        }
-        if (op == null && (what.startsWith("allReduce") || what.startsWith("reduce"))) {
-            throw new IllegalArgumentException(what + ": op is null");
-        }
-    }
-
-    private void need(String what, String which, DeviceBuffer b) {
-        if (b == null) {
-            throw new IllegalArgumentException(what + ": " + which + " is null");
-        }
-        if (b.device() != device) {
-            throw new IllegalArgumentException(what + ": " + which + " (" + b + ") is on " + b.device() + " but rank " + rank
-                    + " runs on " + device);
-        }
-    }
-
-    private static void sameType(String what, DeviceBuffer a, DeviceBuffer b) {
-        if (a.type() != b.type()) {
-            throw new IllegalArgumentException(what + ": send is " + a.type().ncclName() + " but recv is " + b.type().ncclName());
-        }
-    }
-
-    private static void fits(String what, String which, DeviceBuffer b, long count) {
-        if (b.count() < count) {
-            throw new IllegalArgumentException(what + ": " + which + " holds " + b.count() + " elements but " + count
-                    + " are needed");
-        }
-    }
-
-    private void checkRank(String what, String which, int r) {
-        if (r < 0 || r >= size) {
-            throw new IllegalArgumentException(what + ": " + which + " " + r + " is not a rank of this " + size + "-rank communicator");
-        }
-    }
 
     private void checkUsable(String what) {
         if (closed) {
