@@ -59,6 +59,25 @@ public final class Cuda {
         return List.of(devices());
     }
 
+    /**
+     * The GPU of a process whose local rank (its index among the job's processes on this host) is
+     * {@code localRank}: GPU {@code localRank} of those CUDA_VISIBLE_DEVICES leaves visible. The
+     * choice is logged; more local ranks than visible GPUs is an error that names both numbers,
+     * never a silent sharing of one GPU.
+     */
+    public static CudaDevice deviceForLocalRank(int localRank) {
+        int n = deviceCount();
+        if (localRank < 0 || localRank >= n) {
+            throw new org.jccl.InvalidUsageException("local rank " + localRank + " has no GPU of its own: " + n
+                    + " GPU(s) are visible" + visibleNote() + "; start at most " + n + " ranks per host, or give each process"
+                    + " its own CUDA_VISIBLE_DEVICES");
+        }
+        CudaDevice d = device(localRank);
+        org.jccl.internal.log.Log.info(org.jccl.internal.log.Log.Subsys.INIT, localRank, "local rank " + localRank + " -> " + d
+                + " " + d.uuid() + visibleNote());
+        return d;
+    }
+
     static String visibleNote() {
         String cvd = System.getenv("CUDA_VISIBLE_DEVICES");
         return cvd == null ? "" : " (CUDA_VISIBLE_DEVICES=" + cvd + ")";

@@ -75,6 +75,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final long oneshotMax;
     private final String name;
 
+    /** The dup of the host communicator this rank owns (create()), closed with it; null for createAll. */
+    private Communicator ownedHost;
+    /** Non-null when collectives are staged through pinned host memory and this host communicator. */
+    private final Communicator staging;
+    private final String stagingWhy;
+    private final List<MemorySegment> pinned = new ArrayList<>();
+    private int pinnedNext;
+
     private long epoch;
     private final long[] sendSeq;
     private final long[] recvSeq;
@@ -87,6 +95,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     private CudaCommunicator(int rank, int size, CudaDevice device, Exchange exchange, long signal, long[] peerSignal,
                              MemorySegment hostWords, int maxBlocks, Config config, String name) {
+        this(rank, size, device, exchange, signal, peerSignal, hostWords, maxBlocks, config, name, null, null);
+    }
+
+    private CudaCommunicator(int rank, int size, CudaDevice device, Exchange exchange, long signal, long[] peerSignal,
+                             MemorySegment hostWords, int maxBlocks, Config config, String name, Communicator staging,
+                             String stagingWhy) {
+        this.staging = staging;
+        this.stagingWhy = stagingWhy;
         this.rank = rank;
         this.size = size;
         this.device = device;
@@ -96,7 +112,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.hostWords = hostWords;
         this.abortDev = CudaDriver.memHostGetDevicePointer(hostWords);
         this.statusDev = abortDev + 8;
-        this.kernels = Kernels.on(device);
+        this.kernels = staging == null ? Kernels.on(device) : null;
         this.maxBlocks = maxBlocks;
         this.timeoutNs = Settings.CUDA_WAIT_TIMEOUT.getDuration(config).toNanos();
         this.nblocksOverride = Settings.CUDA_NBLOCKS.getInt(config);
@@ -165,18 +181,17 @@ public final class CudaCommunicator implements DeviceCommunicator {
                         + ": every rank needs a GPU of its own (NCCL would hang here)");
             }
         }
-        if (Settings.CUDA_P2P_DISABLE.getBool(config)) {
-            throw new InvalidUsageException("JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) is set, but staging GPU collectives"
-                    + " through host memory is not implemented yet in jccl-cuda; unset it");
-        }
-        // Peer access between every pair, in both directions.
+        String why = Settings.CUDA_P2P_DISABLE.getBool(config) ? "JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) is set" : null;
         for (CudaDevice a : devices) {
             for (CudaDevice b : devices) {
-                if (a != b && !a.canAccessPeer(b)) {
-                    throw new CudaException(a + " cannot map the memory of " + b + " (cuDeviceCanAccessPeer = 0: no NVLink or"
-                            + " PCIe peer-to-peer path between them); jccl-cuda needs peer access between every pair of GPUs");
+                if (why == null && a != b && !a.canAccessPeer(b)) {
+                    why = a + " cannot map the memory of " + b + " (cuDeviceCanAccessPeer = 0: no NVLink or PCIe peer-to-peer"
+                            + " path between them)";
                 }
             }
+        }
+        if (why != null) {
+            return stagedAll(devices, config, why);
         }
         for (CudaDevice a : devices) {
             a.makeCurrent();
@@ -207,7 +222,15 @@ public final class CudaCommunicator implements DeviceCommunicator {
             comms.add(new CudaCommunicator(i, n, devices.get(i), ex, signals[i], signals.clone(), words[i], maxBlocks, config, name));
         }
         for (CudaCommunicator c : comms) {
-            c.selfTest();
+            String failed = c.selfTest();
+            if (failed != null) {
+                for (CudaCommunicator d : comms) {
+                    d.close();
+                }
+                return stagedAll(devices, config, failed);
+            }
+        }
+        for (CudaCommunicator c : comms) {
             Log.info(Log.Subsys.INIT, c.rank, "GPU communicator " + name + ": rank " + c.rank + " of " + n + " on " + c.device
                     + " " + c.device.uuid() + ", peers via CUDA P2P (one process)");
         }
@@ -233,6 +256,24 @@ public final class CudaCommunicator implements DeviceCommunicator {
         Communicator own = host.dup();
         try {
             device.makeCurrent();
+            // Every rank must take the same path: agree on one host and on peer access first.
+            String why = Settings.CUDA_P2P_DISABLE.getBool(config) ? "JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) is set" : null;
+            byte[] hostName = new byte[64];
+            byte[] hn = Log.host().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            System.arraycopy(hn, 0, hostName, 0, Math.min(hn.length, 63));
+            byte[] hosts = new byte[64 * n];
+            own.allGather(org.jccl.Buffer.of(hostName), org.jccl.Buffer.of(hosts));
+            for (int q = 0; q < n && why == null; q++) {
+                if (!java.util.Arrays.equals(hosts, q * 64, q * 64 + 64, hostName, 0, 64)) {
+                    why = "rank " + q + " runs on another host (" + new String(hosts, q * 64, 64,
+                            java.nio.charset.StandardCharsets.UTF_8).trim() + "); GPUDirect RDMA between hosts is not built yet";
+                }
+            }
+            int[] disabled = {why == null ? 0 : 1};
+            own.allReduce(disabled, ReduceOp.MAX);
+            if (disabled[0] != 0) {
+                return staged(own, device, config, why != null ? why : "another rank cannot use peer-to-peer (see its log)");
+            }
             IpcExchange ex = IpcExchange.create(own, device, areaBytes(config), config);
             long signal = ex.ownSignal();
             zero(signal, SIGNAL_BYTES);
@@ -241,7 +282,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
             MemorySegment words = hostWords();
             CudaCommunicator c = new CudaCommunicator(rank, n, device, ex, signal, peerSignal, words, ex.maxBlocks(), config,
                     "gpucomm-" + Integer.toHexString(own.hashCode()));
-            c.selfTest();
+            String failed = c.selfTest();
+            int[] bad = {failed == null ? 0 : 1};
+            own.allReduce(bad, ReduceOp.MAX);
+            if (bad[0] != 0) {
+                c.close();
+                return staged(own, device, config, failed != null ? failed : "the peer-to-peer self-test failed on another rank");
+            }
+            c.ownedHost = own;
             Log.info(Log.Subsys.INIT, rank, "GPU communicator: rank " + rank + " of " + n + " on " + device + " " + device.uuid()
                     + ", peers via CUDA IPC + P2P");
             return c;
@@ -249,6 +297,32 @@ public final class CudaCommunicator implements DeviceCommunicator {
             own.abort();
             throw e;
         }
+    }
+
+    /** createAll without peer access: ranks exchange through pinned host memory and in-process host communicators. */
+    private static List<CudaCommunicator> stagedAll(List<CudaDevice> devices, Config config, String why) {
+        List<Communicator> hosts = org.jccl.Jccl.initLocal(devices.size(), config);
+        List<CudaCommunicator> comms = new ArrayList<>();
+        for (int i = 0; i < devices.size(); i++) {
+            comms.add(staged(hosts.get(i), devices.get(i), config, why));
+        }
+        return comms;
+    }
+
+    private static CudaCommunicator staged(Communicator host, CudaDevice device, Config config, String why) {
+        device.makeCurrent();
+        Log.warn(Log.Subsys.INIT, host.rank(), "GPU collectives of rank " + host.rank() + " on " + device + " are staged through"
+                + " pinned host memory and the CPU transports (slower), because " + why);
+        MemorySegment words = hostWords();
+        CudaCommunicator c = new CudaCommunicator(host.rank(), host.size(), device, new InProcessExchange(1, 1), 0,
+                new long[host.size()], words, 1, config, "gpucomm-staged", host, why);
+        c.ownedHost = host;
+        return c;
+    }
+
+    /** Whether collectives go through host memory, and why (null when they use peer-to-peer). */
+    public String stagedBecause() {
+        return stagingWhy;
     }
 
     private static void zero(long dptr, long bytes) {
@@ -268,7 +342,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
      * IOMMU/ACS setups that report peer access but do not deliver the writes fail here, at
      * creation, instead of hanging the first collective.
      */
-    private void selfTest() {
+    private String selfTest() {
         device.makeCurrent();
         MemorySegment stream = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
         try (Arena a = Arena.ofConfined()) {
@@ -290,11 +364,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 MemorySegment got = a.allocate(16);
                 CudaDriver.memcpyDtoH(got, back, 16);
                 if (got.get(ValueLayout.JAVA_LONG, 0) != tag || got.get(ValueLayout.JAVA_LONG, 8) != ~tag) {
-                    throw new CudaException("rank " + rank + " (" + device + "): the peer-to-peer self-test with rank " + q
+                    return "the peer-to-peer self-test between rank " + rank + " (" + device + ") and rank " + q
                             + " failed: data written through the peer mapping did not read back (IOMMU or PCIe ACS settings can"
-                            + " block GPU peer-to-peer traffic; check `nvidia-smi topo -p2p rw` and disable ACS / set iommu=pt)");
+                            + " block GPU peer-to-peer traffic; check `nvidia-smi topo -p2p rw`, disable ACS or boot with iommu=pt)";
                 }
             }
+            return null;
+        } catch (CudaException e) {
+            return "the peer-to-peer self-test of rank " + rank + " failed: " + e.getMessage();
         } finally {
             CudaDriver.streamDestroy(stream);
         }
@@ -340,6 +417,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
     public void allReduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) {
         checkUsable("allReduce");
         long count = DeviceArgs.checkAllReduce(this, send, recv, op, stream);
+        if (staging != null) {
+            DataType t0 = send.type();
+            staged("allReduce", send, t0.bytes(count), recv, t0.bytes(count), stream,
+                    (in, out) -> staging.allReduceAsync(org.jccl.Buffer.of(in, count, t0), org.jccl.Buffer.of(out, count, t0), op));
+            return;
+        }
         DataType t = send.type();
         boolean oneShot = t.bytes(count) <= oneshotMax && size > 1;
         int es = t.size();
@@ -383,6 +466,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
     public void reduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream stream) {
         checkUsable("reduce");
         long count = DeviceArgs.checkReduce(this, send, recv, op, root, stream);
+        if (staging != null) {
+            DataType t0 = send.type();
+            boolean isRoot = rank == root;
+            staged("reduce", send, t0.bytes(count), isRoot ? recv : null, isRoot ? t0.bytes(count) : 0, stream,
+                    (in, out) -> staging.reduceAsync(org.jccl.Buffer.of(in, count, t0),
+                            isRoot ? org.jccl.Buffer.of(out, count, t0) : null, op, root));
+            return;
+        }
         DataType t = send.type();
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
@@ -407,6 +498,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
     public void reduceScatter(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream) {
         checkUsable("reduceScatter");
         long c = DeviceArgs.checkReduceScatter(this, send, recv, op, stream);
+        if (staging != null) {
+            DataType t0 = send.type();
+            staged("reduceScatter", send, t0.bytes(c * size), recv, t0.bytes(c), stream,
+                    (in, out) -> staging.reduceScatterAsync(org.jccl.Buffer.of(in, c * size, t0), org.jccl.Buffer.of(out, c, t0), op));
+            return;
+        }
         DataType t = send.type();
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
@@ -428,6 +525,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
     public void allGather(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) {
         checkUsable("allGather");
         long c = DeviceArgs.checkAllGather(this, send, recv, stream);
+        if (staging != null) {
+            DataType t0 = send.type();
+            staged("allGather", send, t0.bytes(c), recv, t0.bytes(c * size), stream,
+                    (in, out) -> staging.allGatherAsync(org.jccl.Buffer.of(in, c, t0), org.jccl.Buffer.of(out, c * size, t0)));
+            return;
+        }
         long bytes = send.type().bytes(c);
         submitCollective("allGather", send.address(), recv.address(), stream, peers -> {
             args.clear0();
@@ -447,6 +550,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
     public void broadcast(DeviceBuffer send, DeviceBuffer recv, int root, CudaStream stream) {
         checkUsable("broadcast");
         DeviceArgs.checkBroadcast(this, send, recv, root, stream);
+        if (staging != null) {
+            DataType t0 = recv.type();
+            long c = recv.count();
+            boolean isRoot = rank == root;
+            staged("broadcast", isRoot ? send : null, isRoot ? t0.bytes(c) : 0, recv, t0.bytes(c), stream,
+                    (in, out) -> staging.broadcastAsync(isRoot ? org.jccl.Buffer.of(in, c, t0) : null, org.jccl.Buffer.of(out, c, t0), root));
+            return;
+        }
         long total = recv.byteSize();
         long in = rank == root ? send.address() : 0;
         submitCollective("broadcast", in, recv.address(), stream, peers -> {
@@ -470,6 +581,13 @@ public final class CudaCommunicator implements DeviceCommunicator {
     public void allToAll(DeviceBuffer send, DeviceBuffer recv, CudaStream stream) {
         checkUsable("allToAll");
         DeviceArgs.checkAllToAll(this, send, recv, stream);
+        if (staging != null) {
+            DataType t0 = send.type();
+            long c = send.count();
+            staged("allToAll", send, t0.bytes(c), recv, t0.bytes(c), stream,
+                    (in, out) -> staging.allToAllAsync(org.jccl.Buffer.of(in, c, t0), org.jccl.Buffer.of(out, c, t0)));
+            return;
+        }
         long blk = send.type().bytes(send.count() / size);
         boolean inPlace = overlaps(send.address(), send.byteSize(), recv.address(), recv.byteSize());
         submitCollective("allToAll", send.address(), recv.address(), stream, peers -> {
@@ -598,6 +716,132 @@ public final class CudaCommunicator implements DeviceCommunicator {
         return false;
     }
 
+    // ================================================================== staged through host memory
+
+    private interface HostOp {
+        org.jccl.Work start(MemorySegment in, MemorySegment out);
+    }
+
+    /**
+     * One collective through pinned host memory: wait for the stream (its earlier work produced the
+     * input), copy in, start the host collective (publish phase); join it and copy the result to
+     * the GPU (launch phase). The call returns once the result is on the GPU.
+     */
+    private void staged(String what, DeviceBuffer src, long inBytes, DeviceBuffer dst, long outBytes, CudaStream stream, HostOp op) {
+        GroupState g = GROUP.get();
+        MemorySegment[] bufs = new MemorySegment[2];
+        org.jccl.Work[] work = new org.jccl.Work[1];
+        Runnable publish = () -> {
+            synchronized (this) {
+                checkUsable(what);
+                stream.synchronize();
+                bufs[0] = pinned(Math.max(inBytes, 16));
+                bufs[1] = pinned(Math.max(outBytes, 16));
+                if (src != null && inBytes > 0) {
+                    device.makeCurrent();
+                    CudaDriver.memcpyDtoH(bufs[0], src.address(), inBytes);
+                }
+            }
+            work[0] = op.start(bufs[0], bufs[1]);
+        };
+        Runnable launch = () -> {
+            try {
+                work[0].join();
+            } catch (JcclException e) {
+                abort();
+                throw e;
+            }
+            synchronized (this) {
+                if (dst != null && outBytes > 0) {
+                    device.makeCurrent();
+                    CudaDriver.memcpyHtoD(dst.address(), bufs[1], outBytes);
+                }
+                pinnedDone();
+            }
+        };
+        if (g.depth > 0) {
+            g.publish.add(publish);
+            g.launch.add(launch);
+        } else {
+            publish.run();
+            launch.run();
+        }
+    }
+
+    private int pinnedInUse;
+
+    /** The next pinned staging buffer of at least {@code bytes} (page-locked: copies run at full PCIe speed). */
+    private MemorySegment pinned(long bytes) {
+        pinnedInUse++;
+        int i = pinnedNext++;
+        if (i < pinned.size() && pinned.get(i).byteSize() >= bytes) {
+            return pinned.get(i);
+        }
+        device.makeCurrent();
+        if (i < pinned.size()) {
+            CudaDriver.memFreeHost(pinned.get(i));
+        }
+        long n = Math.max(Long.highestOneBit(bytes - 1) << 1, 4096);
+        MemorySegment m = CudaDriver.memHostAlloc(n, CudaDriver.MEMHOSTALLOC_PORTABLE);
+        if (i < pinned.size()) {
+            pinned.set(i, m);
+        } else {
+            pinned.add(m);
+        }
+        return m.asSlice(0, bytes);
+    }
+
+    private void pinnedDone() {
+        pinnedInUse -= 2;
+        if (pinnedInUse <= 0) {
+            pinnedInUse = 0;
+            pinnedNext = 0;
+        }
+    }
+
+    /** A group's sends and receives through host memory: copy out, host group, copy in. */
+    private void stagedP2p(List<P2p> ops) {
+        synchronized (this) {
+            checkUsable("send/recv");
+            for (P2p o : ops) {
+                o.stream.synchronize();
+            }
+        }
+        MemorySegment[] bufs = new MemorySegment[ops.size()];
+        List<org.jccl.Work> works = new ArrayList<>();
+        synchronized (this) {
+            device.makeCurrent();
+            for (int i = 0; i < ops.size(); i++) {
+                P2p o = ops.get(i);
+                bufs[i] = pinned(Math.max(o.buf.byteSize(), 16));
+                pinnedInUse++; // pinned() counts one per buffer; pinnedDone() releases two
+                if (o.send) {
+                    CudaDriver.memcpyDtoH(bufs[i], o.buf.address(), o.buf.byteSize());
+                }
+            }
+        }
+        try (org.jccl.Group hg = staging.group()) {
+            for (int i = 0; i < ops.size(); i++) {
+                P2p o = ops.get(i);
+                org.jccl.Buffer b = org.jccl.Buffer.of(bufs[i], o.buf.count(), o.buf.type());
+                works.add(o.send ? staging.sendAsync(b, o.peer) : staging.recvAsync(b, o.peer));
+            }
+        }
+        for (org.jccl.Work w : works) {
+            w.join();
+        }
+        synchronized (this) {
+            device.makeCurrent();
+            for (int i = 0; i < ops.size(); i++) {
+                P2p o = ops.get(i);
+                if (!o.send) {
+                    CudaDriver.memcpyHtoD(o.buf.address(), bufs[i], o.buf.byteSize());
+                }
+                pinnedDone();
+            }
+        }
+    }
+
     // ================================================================== groups
 
     /** Per-thread group: collectives and point-to-point calls of every communicator, in call order. */
@@ -641,10 +885,22 @@ public final class CudaCommunicator implements DeviceCommunicator {
             return;
         }
         try {
+            int stagedP2p = 0;
+            for (CudaCommunicator c : g.p2pComms) {
+                stagedP2p += c.staging != null ? 1 : 0;
+            }
+            if (stagedP2p > 1) {
+                throw new InvalidUsageException("send/recv staged through host memory (" + g.p2pComms.get(0).stagingWhy
+                        + ") needs one thread per GPU; this thread's group holds the sends/receives of " + stagedP2p + " GPUs");
+            }
             // Phase 1: publish every call (receive buffers first, so that senders find them).
             List<long[]> seqs = new ArrayList<>();
             for (int i = 0; i < g.p2pComms.size(); i++) {
                 CudaCommunicator c = g.p2pComms.get(i);
+                if (c.staging != null) {
+                    seqs.add(null);
+                    continue;
+                }
                 List<P2p> ops = g.p2pOps.get(i);
                 long[] s = new long[ops.size()];
                 int k = 0;
@@ -661,14 +917,21 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 r.run();
             }
             for (CudaCommunicator c : g.p2pComms) {
-                c.exchange.flush(c.rank);
+                if (c.staging == null) {
+                    c.exchange.flush(c.rank);
+                }
             }
             // Phase 2: resolve the peers' addresses and launch.
             for (Runnable r : g.launch) {
                 r.run();
             }
             for (int i = 0; i < g.p2pComms.size(); i++) {
-                g.p2pComms.get(i).launchP2p(g.p2pOps.get(i), seqs.get(i));
+                CudaCommunicator c = g.p2pComms.get(i);
+                if (c.staging != null) {
+                    c.stagedP2p(g.p2pOps.get(i));
+                } else {
+                    c.launchP2p(g.p2pOps.get(i), seqs.get(i));
+                }
             }
         } finally {
             g.clear();
@@ -823,6 +1086,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
             aborted = true;
             hostWords.set(ValueLayout.JAVA_LONG, 0, 1); // kernels waiting on peers see it and return
             exchange.abort();
+            if (ownedHost != null) {
+                ownedHost.abort();
+            }
         }
     }
 
@@ -844,10 +1110,20 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 CudaDriver.memFree(scratch);
             }
             exchange.close();
-            if (exchange instanceof InProcessExchange) {
+            if (exchange instanceof InProcessExchange && signal != 0) {
                 CudaDriver.memFree(signal);
             }
             CudaDriver.memFreeHost(hostWords);
+            for (MemorySegment m : pinned) {
+                CudaDriver.memFreeHost(m);
+            }
+            pinned.clear();
+            if (ownedHost != null) {
+                if (aborted) {
+                    ownedHost.abort();
+                }
+                ownedHost.close();
+            }
         } finally {
             arena.close();
         }

@@ -52,6 +52,9 @@ public final class GpuSmoke {
             long wrong = runCheck(coll, comms, send, recv, streams, c, n);
             System.out.println("check " + coll + " count=" + c + ": " + (wrong == 0 ? "OK" : wrong + " WRONG"));
         }
+        if (Boolean.getBoolean("ce")) {
+            ceBench(devs, send, recv, n);
+        }
         // ---- JIT warm-up: the host path (argument blocks, launches) compiled before timing
         long w0 = System.nanoTime();
         for (int k = 0; k < Integer.getInteger("warm", 3000) / 100; k++) {
@@ -80,6 +83,49 @@ public final class GpuSmoke {
             c.close();
         }
         System.out.println("closed");
+    }
+
+    /** Copy-engine bandwidth: every GPU copies `per` bytes to every peer at once, one stream per (GPU, peer). */
+    static void ceBench(List<CudaDevice> devs, DeviceBuffer[] send, DeviceBuffer[] recv, int n) {
+        for (long per : new long[] {16L << 20, 64L << 20, 256L << 20}) {
+            MemorySegment[][] st = new MemorySegment[n][n];
+            for (int i = 0; i < n; i++) {
+                devs.get(i).makeCurrent();
+                for (int j = 0; j < n; j++) {
+                    st[i][j] = org.jccl.cuda.internal.CudaDriver.streamCreate(1);
+                }
+            }
+            for (int rep = 0; rep < 3; rep++) {
+                long t0 = System.nanoTime();
+                for (int k = 0; k < 5; k++) {
+                    for (int i = 0; i < n; i++) {
+                        devs.get(i).makeCurrent();
+                        for (int j = 0; j < n; j++) {
+                            if (j != i) {
+                                org.jccl.cuda.internal.CudaDriver.memcpyDtoDAsync(recv[j].address() + i * per, send[i].address(), per, st[i][j]);
+                            }
+                        }
+                    }
+                }
+                for (int i = 0; i < n; i++) {
+                    devs.get(i).makeCurrent();
+                    for (int j = 0; j < n; j++) {
+                        org.jccl.cuda.internal.CudaDriver.streamSynchronize(st[i][j]);
+                    }
+                }
+                double s = (System.nanoTime() - t0) / 1e9 / 5;
+                System.out.printf("CE all-pairs: %d MB to each peer: %.1f GB/s out per GPU%n", per >> 20, per * (n - 1) / s / 1e9);
+            }
+            // one pair, one direction
+            devs.get(0).makeCurrent();
+            long t0 = System.nanoTime();
+            for (int k = 0; k < 5; k++) {
+                org.jccl.cuda.internal.CudaDriver.memcpyDtoDAsync(recv[1].address(), send[0].address(), per * 2, st[0][1]);
+            }
+            org.jccl.cuda.internal.CudaDriver.streamSynchronize(st[0][1]);
+            double s = (System.nanoTime() - t0) / 1e9 / 5;
+            System.out.printf("CE one pair 0->1: %d MB: %.1f GB/s%n", per * 2 >> 20, per * 2 / s / 1e9);
+        }
     }
 
     interface Op {

@@ -248,7 +248,6 @@ public final class IpcExchange implements Exchange {
     @Override
     public void abort() {
         aborted = true;
-        host.abort();
     }
 
     @Override
@@ -274,8 +273,6 @@ public final class IpcExchange implements Exchange {
         } catch (RuntimeException e) {
             Log.warn(Log.Subsys.P2P, rank, "freeing the signal area: " + e.getMessage());
         }
-        if (!aborted) {
-            host.close();
-        }
+        // the host communicator belongs to the CudaCommunicator, which closes it
     }
 }
