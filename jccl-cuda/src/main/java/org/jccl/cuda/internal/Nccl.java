@@ -595,7 +595,9 @@ public final class Nccl {
             return "";
         }
         try {
-            MemorySegment s = (MemorySegment) ncclGetLastError.invokeExact(comm == null ? MemorySegment.NULL : comm);
+            // A local, not a conditional in the call: as an argument of invokeExact a conditional is typed Object.
+            MemorySegment c = comm == null ? MemorySegment.NULL : comm;
+            MemorySegment s = (MemorySegment) ncclGetLastError.invokeExact(c);
             return s.equals(MemorySegment.NULL) ? "" : s.reinterpret(Integer.MAX_VALUE).getString(0).trim();
         } catch (Throwable t) {
             return "";
