@@ -83,6 +83,30 @@ struct OneShotArgs {
     int32_t vec;
 };
 
+// Two-shot all-reduce by stores only: phase 1 stores slice q of my input into rank q's scratch
+// slot for me; per-block flags; phase 2 reduces slice r (my input + my scratch slots, in rank
+// order) and stores it into my output and every peer's output; end barrier. No start barrier:
+// scratch slots are free because the previous operation's end barrier came after every reader,
+// and a peer's output is free once its phase-1 flag (set by its running kernel) has arrived.
+struct PushArgs {
+    uint64_t in;
+    uint64_t out;
+    uint64_t peerScratch[JCCL_MAX_RANKS];  // rank q's scratch slot for my data (mapped here)
+    uint64_t myScratch[JCCL_MAX_RANKS];    // my scratch slot for rank q's data
+    uint64_t peerOut[JCCL_MAX_RANKS];      // rank q's output (mapped here), at this chunk
+    uint64_t signal[JCCL_MAX_RANKS];
+    uint64_t abortFlag;
+    uint64_t status;
+    uint64_t count;      // elements of this chunk
+    uint64_t slice;      // elements per slice, a multiple of 16 bytes
+    uint64_t epoch;
+    uint64_t timeoutNs;
+    int32_t rank;
+    int32_t nranks;
+    int32_t divisor;
+    int32_t vec;
+};
+
 struct P2pArgs {
     uint64_t sendSrc[JCCL_MAX_RANKS];
     uint64_t sendDst[JCCL_MAX_RANKS];
@@ -109,6 +133,8 @@ static_assert(offsetof(Args, count) == 208 && offsetof(Args, nsrc) == 232 && off
 static_assert(sizeof(Args) == 256, "Args size");
 static_assert(offsetof(OneShotArgs, signal) == 144 && offsetof(OneShotArgs, count) == 224 && offsetof(OneShotArgs, rank) == 248, "OneShotArgs layout");
 static_assert(sizeof(OneShotArgs) == 264, "OneShotArgs size");
+static_assert(offsetof(PushArgs, signal) == 208 && offsetof(PushArgs, count) == 288 && offsetof(PushArgs, rank) == 320, "PushArgs layout");
+static_assert(sizeof(PushArgs) == 336, "PushArgs size");
 static_assert(offsetof(P2pArgs, signal) == 320 && offsetof(P2pArgs, blocksBase) == 408, "P2pArgs layout");
 static_assert(offsetof(P2pArgs, sendPeer) == 416 && offsetof(P2pArgs, recvPeer) == 448, "P2pArgs layout");
 static_assert(offsetof(P2pArgs, nsend) == 480 && offsetof(P2pArgs, vec) == 492 && sizeof(P2pArgs) == 496, "P2pArgs layout");
@@ -355,9 +381,89 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
     }
 }
 
+// Per-block flag round among all ranks on the given slot kind (fence first: my stores land before the flag).
+__device__ __forceinline__ bool flag_round(const uint64_t* const* signal, int kindBase, int rank, int n, uint64_t epoch,
+                                           uint64_t abortFlag, uint64_t status, uint64_t timeoutNs, int* failed) {
+    if (threadIdx.x < n && threadIdx.x != rank) {
+        int q = threadIdx.x;
+        __threadfence_system();
+        st_release_sys((uint64_t*)signal[q] + kindBase + blockIdx.x * JCCL_MAX_RANKS + rank, epoch);
+        if (!wait_geq(signal[rank] + kindBase + blockIdx.x * JCCL_MAX_RANKS + q, epoch, abortFlag, status, timeoutNs, epoch, q)) {
+            *failed = 1;
+        }
+    }
+    __syncthreads();
+    return *failed == 0;
+}
+
+template <typename T, int OP> __device__ __forceinline__ void push_body(const PushArgs& a) {
+    typedef typename Acc<T>::type A;
+    constexpr int N = 16 / sizeof(T);
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    const int n = a.nranks;
+    const int r = a.rank;
+    const uint64_t slice = a.slice;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const T* in = (const T*)a.in;
+    // 1. slice q of my input -> rank q's scratch slot for me
+    for (int k = 1; k < n; k++) {
+        int q = (r + k) % n;
+        uint64_t lo = (uint64_t)q * slice;
+        uint64_t len = lo >= a.count ? 0 : (a.count - lo < slice ? a.count - lo : slice);
+        uint64_t nvec = a.vec ? len / N : 0;
+        for (uint64_t v = tid; v < nvec; v += stride) ((uint4*)a.peerScratch[q])[v] = ((const uint4*)(in + lo))[v];
+        for (uint64_t i = nvec * N + tid; i < len; i += stride) ((T*)a.peerScratch[q])[i] = in[lo + i];
+    }
+    __syncthreads();
+    if (!flag_round((const uint64_t* const*)a.signal, SIG_START, r, n, a.epoch, a.abortFlag, a.status, a.timeoutNs, &failed)) return;
+    // 2. reduce my slice in rank order, store to my output and every peer's
+    uint64_t lo = (uint64_t)r * slice;
+    uint64_t len = lo >= a.count ? 0 : (a.count - lo < slice ? a.count - lo : slice);
+    uint64_t nvec = a.vec ? len / N : 0;
+    for (uint64_t v = tid; v < nvec; v += stride) {
+        uint4 x[JCCL_MAX_RANKS];
+#pragma unroll
+        for (int s = 0; s < JCCL_MAX_RANKS; s++) {
+            if (s < n) x[s] = s == r ? ((const uint4*)(in + lo))[v] : ((const uint4*)a.myScratch[s])[v];
+        }
+        A acc[N];
+        const T* e0 = (const T*)&x[0];
+#pragma unroll
+        for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
+#pragma unroll
+        for (int s = 1; s < JCCL_MAX_RANKS; s++) {
+            if (s < n) {
+                const T* e = (const T*)&x[s];
+#pragma unroll
+                for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
+            }
+        }
+        uint4 o;
+        T* ot = (T*)&o;
+#pragma unroll
+        for (int i = 0; i < N; i++) ot[i] = narrow<T>(finish<OP, A>(acc[i], a.divisor));
+#pragma unroll
+        for (int q = 0; q < JCCL_MAX_RANKS; q++) {
+            if (q < n) ((uint4*)((T*)a.peerOut[q] + lo))[v] = o;
+        }
+    }
+    for (uint64_t i = nvec * N + tid; i < len; i += stride) {
+        A acc = widen<T>(0 == r ? in[lo + i] : ((const T*)a.myScratch[0])[i]);
+        for (int s = 1; s < n; s++) acc = combine<OP, A>(acc, widen<T>(s == r ? in[lo + i] : ((const T*)a.myScratch[s])[i]));
+        T res = narrow<T>(finish<OP, A>(acc, a.divisor));
+        for (int q = 0; q < n; q++) ((T*)a.peerOut[q])[lo + i] = res;
+    }
+    __syncthreads();
+    flag_round((const uint64_t* const*)a.signal, SIG_END, r, n, a.epoch, a.abortFlag, a.status, a.timeoutNs, &failed);
+}
+
 #define REDUCE_KERNEL(TNAME, T, OPNAME, OP)                                                                                 \
     extern "C" __global__ void __launch_bounds__(512) jccl_reduce_##TNAME##_##OPNAME(Args a) { reduce_body<T, OP>(a); }     \
-    extern "C" __global__ void __launch_bounds__(512) jccl_oneshot_##TNAME##_##OPNAME(OneShotArgs a) { oneshot_body<T, OP>(a); }
+    extern "C" __global__ void __launch_bounds__(512) jccl_oneshot_##TNAME##_##OPNAME(OneShotArgs a) { oneshot_body<T, OP>(a); } \
+    extern "C" __global__ void __launch_bounds__(512) jccl_push_##TNAME##_##OPNAME(PushArgs a) { push_body<T, OP>(a); }
 
 #define REDUCE_KERNELS(TNAME, T)            \
     REDUCE_KERNEL(TNAME, T, sum, OP_SUM)    \

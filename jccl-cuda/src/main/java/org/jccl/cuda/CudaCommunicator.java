@@ -69,6 +69,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final KernelArgs args;
     private final KernelArgs p2pArgs;
     private final KernelArgs oneShotArgs;
+    private final KernelArgs pushArgs;
+    private final long pushSlot;
+    private final String allReduceAlgo;
     private final int maxBlocks;
     private final long timeoutNs;
     private final int nblocksOverride;
@@ -123,6 +126,11 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.epoch = 0;
         this.args = KernelArgs.collective(arena);
         this.p2pArgs = KernelArgs.p2p(arena);
+        this.pushSlot = pushSlot(config);
+        this.allReduceAlgo = allReduceAlgo(config);
+        this.pushArgs = KernelArgs.push(arena);
+        pushArgs.clear();
+        pushArgs.pushCommon(abortDev, statusDev, timeoutNs, rank, size);
         this.oneShotArgs = KernelArgs.oneShot(arena);
         oneShotArgs.clear();
         oneShotArgs.oneShotCommon(abortDev, statusDev, timeoutNs, rank, size);
@@ -132,6 +140,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             args.signal(q, peerSignal[q]);
             p2pArgs.p2pSignal(q, peerSignal[q]);
             oneShotArgs.oneShotSignal(q, peerSignal[q]);
+            pushArgs.pushSignal(q, peerSignal[q]);
         }
         args.common(abortDev, statusDev, timeoutNs, rank, size);
         p2pArgs.p2pCommon(abortDev, statusDev, timeoutNs, rank);
@@ -145,9 +154,30 @@ public final class CudaCommunicator implements DeviceCommunicator {
         return Math.min(8L << 20, (v + 255) / 256 * 256);
     }
 
-    /** Bytes of each rank's peer-mapped area: signal words, then the one-shot inbox [parity][source rank][slot]. */
-    private static long areaBytes(Config config) {
-        return SIGNAL_BYTES + 2L * MAX_RANKS * oneshotMax(config);
+    private static long pushSlot(Config config) {
+        return Settings.CUDA_PUSH_SLOT.getLong(config) / 256 * 256;
+    }
+
+    private static String allReduceAlgo(Config config) {
+        String a = Settings.CUDA_ALLREDUCE.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
+        if (!List.of("auto", "oneshot", "twoshot", "push").contains(a)) {
+            throw new org.jccl.ConfigException("JCCL_CUDA_ALLREDUCE=" + a + " is not an all-reduce algorithm; use auto, oneshot,"
+                    + " twoshot or push");
+        }
+        return a;
+    }
+
+    /**
+     * Bytes of each rank's peer-mapped area: signal words, the one-shot inbox [parity][source rank][slot],
+     * then the push scratch [source rank][slot].
+     */
+    private static long areaBytes(Config config, int n) {
+        return SIGNAL_BYTES + 2L * MAX_RANKS * oneshotMax(config) + (long) n * pushSlot(config);
+    }
+
+    /** Address of the push scratch slot, in the area at {@code area}, for data from {@code src}. */
+    private long pushScratch(long area, int src) {
+        return area + SIGNAL_BYTES + 2L * MAX_RANKS * oneshotMax + src * pushSlot;
     }
 
     /** Address of the inbox slot, in the area at {@code area}, for data from {@code src} in operations of {@code parity}. */
@@ -210,7 +240,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         for (int i = 0; i < n; i++) {
             CudaDevice d = devices.get(i);
             d.makeCurrent();
-            signals[i] = CudaDriver.memAlloc(areaBytes(config));
+            signals[i] = CudaDriver.memAlloc(areaBytes(config, n));
             zero(signals[i], SIGNAL_BYTES);
             words[i] = hostWords();
         }
@@ -274,7 +304,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             if (disabled[0] != 0) {
                 return staged(own, device, config, why != null ? why : "another rank cannot use peer-to-peer (see its log)");
             }
-            IpcExchange ex = IpcExchange.create(own, device, areaBytes(config), config);
+            IpcExchange ex = IpcExchange.create(own, device, areaBytes(config, n), config);
             long signal = ex.ownSignal();
             zero(signal, SIGNAL_BYTES);
             long[] peerSignal = ex.peerSignals();
@@ -424,7 +454,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
             return;
         }
         DataType t = send.type();
-        boolean oneShot = t.bytes(count) <= oneshotMax && size > 1;
+        boolean fitsOneShot = t.bytes(count) <= oneshotMax && size > 1;
+        boolean oneShot = allReduceAlgo.equals("oneshot") ? fitsOneShot : allReduceAlgo.equals("auto") && fitsOneShot;
+        if (allReduceAlgo.equals("push") && size > 1 && count > 0) {
+            allReducePush(send, recv, op, stream, count, t);
+            return;
+        }
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
         if (oneShot) {
@@ -458,6 +493,34 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 }
                 int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
                 launchReduce(fn, hi - lo, size, size, mode, t.bytes(slice), stream, "allReduce two-shot");
+            }
+        });
+    }
+
+    /** Two-shot by stores only, in chunks of at most size() x JCCL_CUDA_PUSH_SLOT bytes (one kernel and epoch each). */
+    private void allReducePush(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream, long count, DataType t) {
+        int es = t.size();
+        long per = 16 / es;
+        long slotElems = pushSlot / es / per * per;
+        long chunkMax = slotElems * size;
+        int chunks = (int) ceilDiv(count, chunkMax);
+        MemorySegment fn = kernels.push(t, op);
+        submitCollective("allReduce", send.address(), recv.address(), stream, chunks, peers -> {
+            for (int k = 0; k < chunks; k++) {
+                long off = k * chunkMax;
+                long c = Math.min(chunkMax, count - off);
+                long slice = roundUp(ceilDiv(c, size), per);
+                boolean vec = true;
+                for (int q = 0; q < size; q++) {
+                    long po = out(peers, q) + off * es;
+                    pushArgs.pushPeer(q, pushScratch(peerSignal[q], rank), pushScratch(signal, q), po);
+                    vec &= po % 16 == 0;
+                }
+                long in = send.address() + off * es;
+                vec &= in % 16 == 0;
+                pushArgs.pushOp(in, recv.address() + off * es, c, slice, currentEpoch + k, vec);
+                CudaDriver.launchKernel(fn, blocksFor(t.bytes(slice)), Kernels.THREADS, 0, stream.handle(), pushArgs.params(),
+                        "allReduce push");
             }
         });
     }
@@ -943,10 +1006,16 @@ public final class CudaCommunicator implements DeviceCommunicator {
     }
 
     private void submitCollective(String what, long in, long out, CudaStream stream, Launch l) {
+        submitCollective(what, in, out, stream, 1, l);
+    }
+
+    /** Queues (in a group) or runs one collective that uses {@code epochs} consecutive epochs (one per kernel). */
+    private void submitCollective(String what, long in, long out, CudaStream stream, int epochs, Launch l) {
         GroupState g = GROUP.get();
         long e;
         synchronized (this) {
-            e = ++epoch;
+            e = epoch + 1;
+            epoch += epochs;
         }
         // Operations that read and write only this rank's buffers (one-shot all-reduce) exchange nothing.
         boolean exchanged = in != 0 || out != 0;

@@ -70,6 +70,11 @@ public final class Settings {
             "thread blocks per GPU collective kernel; 0 picks by message size");
     public static final Setting CUDA_ONESHOT_MAX = Setting.define("JCCL_CUDA_ONESHOT_MAX", null, BYTES, "256K", 0, 1L << 40,
             "largest all-reduce (bytes) that uses the one-shot kernel (every GPU reads every peer); above it, two-shot");
+    public static final Setting CUDA_ALLREDUCE = Setting.define("JCCL_CUDA_ALLREDUCE", null, STRING, "auto", 0, 0,
+            "GPU all-reduce algorithm: auto, oneshot (pushes into every peer's inbox; at most JCCL_CUDA_ONESHOT_MAX), twoshot"
+                    + " (loads from peers, stores to peers) or push (stores only, through scratch)");
+    public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
+            "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
     public static final Setting NCCL_LIBRARY = Setting.define("JCCL_NCCL_LIBRARY", null, STRING, null, 0, 0,
             "path of libnccl.so.2 for --backend nccl; default: the loader path, then the nvidia-nccl Python wheels");
 

@@ -77,6 +77,25 @@ public final class KernelArgs {
     static final long O_VEC = 260;
     static final long ONESHOT_BYTES = 264;
 
+    // struct PushArgs
+    static final long U_IN = 0;
+    static final long U_OUT = 8;
+    static final long U_PEER_SCRATCH = 16;
+    static final long U_MY_SCRATCH = 80;
+    static final long U_PEER_OUT = 144;
+    static final long U_SIGNAL = 208;
+    static final long U_ABORT = 272;
+    static final long U_STATUS = 280;
+    static final long U_COUNT = 288;
+    static final long U_SLICE = 296;
+    static final long U_EPOCH = 304;
+    static final long U_TIMEOUT = 312;
+    static final long U_RANK = 320;
+    static final long U_NRANKS = 324;
+    static final long U_DIVISOR = 328;
+    static final long U_VEC = 332;
+    static final long PUSH_BYTES = 336;
+
     private final MemorySegment block;
     private final MemorySegment params;
 
@@ -88,6 +107,39 @@ public final class KernelArgs {
 
     public static KernelArgs collective(Arena arena) {
         return new KernelArgs(arena, ARGS_BYTES);
+    }
+
+    public static KernelArgs push(Arena arena) {
+        return new KernelArgs(arena, PUSH_BYTES);
+    }
+
+    // ---- struct PushArgs
+    public void pushCommon(long abortFlag, long status, long timeoutNs, int rank, int nranks) {
+        block.set(JAVA_LONG, U_ABORT, abortFlag);
+        block.set(JAVA_LONG, U_STATUS, status);
+        block.set(JAVA_LONG, U_TIMEOUT, timeoutNs);
+        block.set(JAVA_INT, U_RANK, rank);
+        block.set(JAVA_INT, U_NRANKS, nranks);
+        block.set(JAVA_INT, U_DIVISOR, nranks);
+    }
+
+    public void pushSignal(int i, long p) {
+        block.set(JAVA_LONG, U_SIGNAL + 8L * i, p);
+    }
+
+    public void pushPeer(int q, long peerScratch, long myScratch, long peerOut) {
+        block.set(JAVA_LONG, U_PEER_SCRATCH + 8L * q, peerScratch);
+        block.set(JAVA_LONG, U_MY_SCRATCH + 8L * q, myScratch);
+        block.set(JAVA_LONG, U_PEER_OUT + 8L * q, peerOut);
+    }
+
+    public void pushOp(long in, long out, long count, long slice, long epoch, boolean vec) {
+        block.set(JAVA_LONG, U_IN, in);
+        block.set(JAVA_LONG, U_OUT, out);
+        block.set(JAVA_LONG, U_COUNT, count);
+        block.set(JAVA_LONG, U_SLICE, slice);
+        block.set(JAVA_LONG, U_EPOCH, epoch);
+        block.set(JAVA_INT, U_VEC, vec ? 1 : 0);
     }
 
     public static KernelArgs oneShot(Arena arena) {

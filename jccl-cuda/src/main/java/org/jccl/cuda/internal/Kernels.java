@@ -27,6 +27,7 @@ public final class Kernels {
 
     private final MemorySegment[] reduce = new MemorySegment[DataType.values().length * ReduceOp.values().length];
     private final MemorySegment[] oneShot = new MemorySegment[DataType.values().length * ReduceOp.values().length];
+    private final MemorySegment[] push = new MemorySegment[DataType.values().length * ReduceOp.values().length];
     public final MemorySegment copy;
     public final MemorySegment p2p;
 
@@ -49,6 +50,8 @@ public final class Kernels {
                         CudaDriver.moduleGetFunction(module, "jccl_reduce_" + t.ncclName() + "_" + op.ncclName());
                 oneShot[t.ordinal() * ReduceOp.values().length + op.ordinal()] =
                         CudaDriver.moduleGetFunction(module, "jccl_oneshot_" + t.ncclName() + "_" + op.ncclName());
+                push[t.ordinal() * ReduceOp.values().length + op.ordinal()] =
+                        CudaDriver.moduleGetFunction(module, "jccl_push_" + t.ncclName() + "_" + op.ncclName());
             }
         }
         copy = CudaDriver.moduleGetFunction(module, "jccl_copy");
@@ -62,6 +65,10 @@ public final class Kernels {
 
     public MemorySegment reduce(DataType type, ReduceOp op) {
         return reduce[type.ordinal() * ReduceOp.values().length + op.ordinal()];
+    }
+
+    public MemorySegment push(DataType type, ReduceOp op) {
+        return push[type.ordinal() * ReduceOp.values().length + op.ordinal()];
     }
 
     public MemorySegment oneShot(DataType type, ReduceOp op) {
