@@ -456,7 +456,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
         DataType t = send.type();
         boolean fitsOneShot = t.bytes(count) <= oneshotMax && size > 1;
         boolean oneShot = allReduceAlgo.equals("oneshot") ? fitsOneShot : allReduceAlgo.equals("auto") && fitsOneShot;
-        if (allReduceAlgo.equals("push") && size > 1 && count > 0) {
+        // auto: one-shot up to JCCL_CUDA_ONESHOT_MAX, then push (measured ahead of twoshot at every
+        // size from 512 KB on 4x H200: twoshot's loads of rotating peer buffers pay remote TLB misses).
+        boolean push = allReduceAlgo.equals("push") || allReduceAlgo.equals("auto") && !fitsOneShot;
+        if (push && size > 1 && count > 0) {
             allReducePush(send, recv, op, stream, count, t);
             return;
         }

@@ -200,6 +200,7 @@ final class GpuBenchmark implements AutoCloseable {
         start(counts, t, op, root, inPlace, 0);
         stream.synchronize();
         sync.barrier(local);
+        sync.spinBarrier();
 
         if (o.median()) {
             return finish(counts, t, op, root, inPlace, medianSeconds(counts, t, op, root, inPlace));

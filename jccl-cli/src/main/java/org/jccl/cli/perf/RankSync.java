@@ -46,6 +46,7 @@ final class RankSync {
     private final double[] doubles;
     private final long[] longs;
     private volatile boolean failed;
+    private final java.util.concurrent.atomic.AtomicLong spinArrivals = new java.util.concurrent.atomic.AtomicLong();
 
     // Written by every thread before await (all the same value), read by the barrier action.
     private volatile Reduction reduction;
@@ -77,6 +78,31 @@ final class RankSync {
     }
 
     /** Waits until every rank of the job has arrived. */
+    /**
+     * A busy-waiting barrier of this process's threads only, right before a timed loop: a parking
+     * barrier releases its threads tens of microseconds apart, which a 20-operation loop of
+     * microsecond operations would count (one thread issuing every GPU's calls, as nccl-tests does,
+     * has no such skew). Gives up spinning after a second (then yields) so a stuck peer costs no core.
+     */
+    void spinBarrier() {
+        if (parties == 1) {
+            return;
+        }
+        long ticket = spinArrivals.incrementAndGet();
+        long target = ((ticket - 1) / parties + 1) * parties;
+        long deadline = System.nanoTime() + 1_000_000_000L;
+        while (spinArrivals.get() < target) {
+            if (failed) {
+                throw new Aborted("another rank failed");
+            }
+            if (System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
     void barrier(int local) {
         plainBarrier = true;
         await();
