@@ -52,6 +52,16 @@ public final class GpuSmoke {
             long wrong = runCheck(coll, comms, send, recv, streams, c, n);
             System.out.println("check " + coll + " count=" + c + ": " + (wrong == 0 ? "OK" : wrong + " WRONG"));
         }
+        if (Boolean.getBoolean("mix")) {
+            for (int round = 0; round < 3; round++) {
+                for (long c : new long[] {2, 131072 / 4, 524288 / 4, 2097152 / 4, 8388608 / 4}) {
+                    double[] host = new double[1];
+                    double us = timeHost(comms, send, recv, streams, c, n, host);
+                    System.out.printf("mix round %d: %9d B  %8.2f us/op  host enqueue %8.2f us/op%n", round, c * 4, us, host[0]);
+                }
+            }
+            return;
+        }
         if (Boolean.getBoolean("ce")) {
             ceBench(devs, send, recv, n);
         }
@@ -163,6 +173,52 @@ public final class GpuSmoke {
         for (double u : us) {
             m += u;
         }
+        return m / n;
+    }
+
+    static double timeHost(List<CudaCommunicator> comms, DeviceBuffer[] send, DeviceBuffer[] recv, CudaStream[] streams, long c,
+                           int n, double[] hostOut) throws Exception {
+        double[] us = new double[n];
+        double[] host = new double[n];
+        CyclicBarrier barrier = new CyclicBarrier(n);
+        Thread[] ts = new Thread[n];
+        for (int r = 0; r < n; r++) {
+            final int rank = r;
+            ts[r] = Thread.ofPlatform().start(() -> {
+                try {
+                    CudaCommunicator comm = comms.get(rank);
+                    DeviceBuffer s = send[rank].slice(0, c);
+                    DeviceBuffer d = recv[rank].slice(0, c);
+                    for (int i = 0; i < 200; i++) {
+                        comm.allReduce(s, d, ReduceOp.SUM, streams[rank]);
+                    }
+                    streams[rank].synchronize();
+                    barrier.await();
+                    long t0 = System.nanoTime();
+                    long h = 0;
+                    for (int i = 0; i < 200; i++) {
+                        long a = System.nanoTime();
+                        comm.allReduce(s, d, ReduceOp.SUM, streams[rank]);
+                        h += System.nanoTime() - a;
+                    }
+                    streams[rank].synchronize();
+                    us[rank] = (System.nanoTime() - t0) / 1e3 / 200;
+                    host[rank] = h / 1e3 / 200;
+                } catch (Exception e) {
+                    e.printStackTrace();
+                }
+            });
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        double m = 0;
+        double hm = 0;
+        for (int r = 0; r < n; r++) {
+            m += us[r];
+            hm = Math.max(hm, host[r]);
+        }
+        hostOut[0] = hm;
         return m / n;
     }
 

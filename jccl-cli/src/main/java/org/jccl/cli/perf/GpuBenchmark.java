@@ -156,12 +156,19 @@ final class GpuBenchmark implements AutoCloseable {
             // JIT has compiled the Java side of the issue path (the same calls the timed loop makes);
             // rank 0's decision is shared, so every rank runs the same operations.
             jitWarmed = true;
-            Collective.Counts counts = o.collective().counts(o.minBytes(), t.size(), nranks);
+            // Cycle through the sweep's sizes up to 16 MB: small and large messages take different
+            // algorithms (one-shot, push, ...), and each one's issue path must be compiled.
+            List<Collective.Counts> warm = new java.util.ArrayList<>();
+            for (long size : o.sizes()) {
+                if (size <= (16L << 20) || warm.isEmpty()) {
+                    warm.add(o.collective().counts(size, t.size(), nranks));
+                }
+            }
             long end = System.nanoTime() + o.jitWarmup() * 1_000_000L;
             long more = 1;
             while (more != 0) {
                 for (int i = 0; i < 200; i++) {
-                    start(counts, t, op, root, (i & 1) == 1, i);
+                    start(warm.get(i % warm.size()), t, op, root, (i & 1) == 1, i);
                 }
                 stream.synchronize();
                 more = sync.reduce(local, System.nanoTime() < end ? 1L : 0L, RankSync.Reduction.RANK0);

@@ -53,7 +53,7 @@ public final class InProcessExchange implements Exchange {
         long previous = collTag.get(i); // epoch + 1 of the previous occupant, 0 if none
         for (int q = 0; q < n; q++) {
             final int peer = q;
-            await(() -> collConsumed.get(peer) >= previous, "rank " + rank + " waits for rank " + q
+            await(() -> collConsumed.get(peer) >= previous, () -> "rank " + rank + " waits for rank " + q
                     + " to take part in operation #" + (previous - 1), rank);
         }
         collIn[i] = in;
@@ -67,7 +67,7 @@ public final class InProcessExchange implements Exchange {
         int base = (int) (epoch % DEPTH) * n;
         for (int q = 0; q < n; q++) {
             final int i = base + q;
-            await(() -> collTag.get(i) == epoch + 1, "rank " + rank + " waits for rank " + q + " to call collective #" + epoch, rank);
+            await(() -> collTag.get(i) == epoch + 1, () -> "rank " + rank + " waits for rank " + q + " to call collective #" + epoch, rank);
             r[2 * q] = collIn[i];
             r[2 * q + 1] = collOut[i];
         }
@@ -78,7 +78,7 @@ public final class InProcessExchange implements Exchange {
     @Override
     public void publishRecv(int rank, int src, long seq, long address, long bytes) {
         int pair = src * n + rank;
-        await(() -> recvConsumed.get(pair) > seq - DEPTH, "rank " + rank + " waits for rank " + src + " to send", rank);
+        await(() -> recvConsumed.get(pair) > seq - DEPTH, () -> "rank " + rank + " waits for rank " + src + " to send", rank);
         int i = pair * DEPTH + (int) (seq % DEPTH);
         recvAddr[i] = address;
         recvBytes[i] = bytes;
@@ -89,7 +89,7 @@ public final class InProcessExchange implements Exchange {
     public long[] resolveSend(int rank, int dst, long seq) {
         int pair = rank * n + dst;
         int i = pair * DEPTH + (int) (seq % DEPTH);
-        await(() -> recvTag.get(i) == seq + 1, "rank " + rank + " waits for rank " + dst + " to post the matching recv", rank);
+        await(() -> recvTag.get(i) == seq + 1, () -> "rank " + rank + " waits for rank " + dst + " to post the matching recv", rank);
         long[] r = {recvAddr[i], recvBytes[i]};
         recvConsumed.set(pair, seq + 1);
         return r;
@@ -99,7 +99,7 @@ public final class InProcessExchange implements Exchange {
         boolean ok();
     }
 
-    private void await(Cond c, String what, int rank) {
+    private void await(Cond c, java.util.function.Supplier<String> what, int rank) {
         if (c.ok()) {
             return;
         }
@@ -107,7 +107,7 @@ public final class InProcessExchange implements Exchange {
         int spins = 0;
         while (!c.ok()) {
             if (aborted) {
-                throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": the GPU communicator was aborted while " + what);
+                throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": the GPU communicator was aborted while " + what.get());
             }
             spins++;
             if (spins < 20_000) {
@@ -117,7 +117,7 @@ public final class InProcessExchange implements Exchange {
             } else {
                 LockSupport.parkNanos(20_000);
                 if (System.nanoTime() - start > timeoutNs) {
-                    throw new JcclTimeoutException("rank " + rank + ": timed out after " + timeoutNs / 1_000_000_000L + " s: " + what
+                    throw new JcclTimeoutException("rank " + rank + ": timed out after " + timeoutNs / 1_000_000_000L + " s: " + what.get()
                             + " (JCCL_CUDA_WAIT_TIMEOUT). With one thread driving several GPUs, wrap the calls of all ranks in"
                             + " groupStart()/groupEnd().");
                 }
