@@ -53,7 +53,7 @@ public final class InProcessExchange implements Exchange {
         long previous = collTag.get(i); // epoch + 1 of the previous occupant, 0 if none
         for (int q = 0; q < n; q++) {
             final int peer = q;
-            await(() -> collConsumed.get(peer) >= previous, () -> "rank " + rank + " waits for rank " + q
+            await(() -> collConsumed.get(peer) >= previous, () -> "rank " + rank + " waits for rank " + peer
                     + " to take part in operation #" + (previous - 1), rank);
         }
         collIn[i] = in;
@@ -67,7 +67,7 @@ public final class InProcessExchange implements Exchange {
         int base = (int) (epoch % DEPTH) * n;
         for (int q = 0; q < n; q++) {
             final int i = base + q;
-            await(() -> collTag.get(i) == epoch + 1, () -> "rank " + rank + " waits for rank " + q + " to call collective #" + epoch, rank);
+            await(() -> collTag.get(i) == epoch + 1, () -> "rank " + rank + " waits for rank " + (i - base) + " to call collective #" + epoch, rank);
             r[2 * q] = collIn[i];
             r[2 * q + 1] = collOut[i];
         }
