@@ -156,6 +156,12 @@ err_lines() {
     [ -n "$last" ] && [ "$last" != "$first" ] && echo "    ${last:0:200}"
 }
 
+# "test -- first line of its failure" for the first N failed tests of a testfeed log.
+junit_failures() {
+    awk -v max="$2" '/ :: FAILED$/ && n < max { name = $0; sub(/^JUnit Jupiter > /, "", name); sub(/ :: FAILED$/, "", name);
+        getline; sub(/^[ \t]+/, ""); print name " -- " $0; n++ }' "$1"
+}
+
 # Console summary counts of one JUnit run: "ok/failed/aborted".
 junit_counts() {
     local f=$1 ok failed aborted
@@ -171,7 +177,8 @@ phase_tests() {
     local phase_end=$((SECONDS + ${TESTS_TIMEOUT:-240}))
     tmp=$(mktemp)
     : > "$f"
-    local console_args=(execute --disable-banner --disable-ansi-colors --details=tree --details-theme=ascii --class-path "$TEST_CP")
+    # testfeed: one line per test as it starts and ends, failures inline, so a killed run still shows where it was.
+    local console_args=(execute --disable-banner --disable-ansi-colors --details=testfeed --class-path "$TEST_CP")
     # A GPU kernel waiting for a peer gives up after this long (the tests' own deadline is 30 s per case).
     local wait_timeout=${JCCL_CUDA_WAIT_TIMEOUT:-20}
 
@@ -182,7 +189,7 @@ phase_tests() {
     rc1=$?
     cat "$tmp" >> "$f"
     DETAIL+=("  CudaDriverTest       rc=$rc1$([ $rc1 -eq 124 ] && echo ' (timed out)')  $(junit_counts "$tmp")")
-    while IFS= read -r l; do DETAIL+=("    ${l:0:220}"); done < <(grep -E '\[X\]' "$tmp" | sed 's/^[| +\\`-]*//' | head -n 6)
+    while IFS= read -r l; do DETAIL+=("    ${l:0:220}"); done < <(junit_failures "$tmp" 6)
     [ $rc1 -ne 0 ] && rc=$rc1
 
     echo "### GpuCollectivesTest ${TEST_PROPS:-}" >> "$f"
@@ -193,8 +200,12 @@ phase_tests() {
     rc1=$?
     cat "$tmp" >> "$f"
     DETAIL+=("  GpuCollectivesTest   rc=$rc1$([ $rc1 -eq 124 ] && echo ' (timed out)')  $(junit_counts "$tmp")")
-    # Which tests failed, and the sweep lines that counted failures (stdout tail is read first).
-    while IFS= read -r l; do DETAIL+=("    ${l:0:220}"); done < <(grep -E '\[X\]' "$tmp" | sed 's/^[| +\\`-]*//' | head -n 12)
+    # Which tests failed (and where a killed run was), and the sweep lines that counted failures.
+    while IFS= read -r l; do DETAIL+=("    ${l:0:220}"); done < <(junit_failures "$tmp" 12)
+    if [ $rc1 -eq 124 ]; then
+        l=$(grep ':: STARTED$' "$tmp" | tail -n 1 | sed 's/^JUnit Jupiter > //; s/ :: STARTED$//')
+        DETAIL+=("    running when killed: ${l:0:200}")
+    fi
     while IFS= read -r l; do DETAIL+=("    ${l:0:220}"); done < <(grep -E 'case\(s\), [1-9][0-9]* failed' "$tmp" | head -n 12)
     [ $rc1 -ne 0 ] && rc=$rc1
     rm -f "$tmp"
