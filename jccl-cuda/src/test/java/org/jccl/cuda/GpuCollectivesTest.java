@@ -1,0 +1,626 @@
+package org.jccl.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.ErrorCode;
+import org.jccl.Jccl;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.cuda.testing.Backend;
+import org.jccl.cuda.testing.Case;
+import org.jccl.cuda.testing.CaseRunner;
+import org.jccl.cuda.testing.ChainCheck;
+import org.jccl.cuda.testing.Coll;
+import org.jccl.cuda.testing.GpuEnv;
+import org.jccl.cuda.testing.RankSet;
+import org.jccl.cuda.testing.Style;
+import org.jccl.cuda.testing.Sweep;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Named;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Correctness of the GPU collectives, for jccl's kernels ({@link CudaCommunicator}) and, as a check
+ * of the test itself, NCCL ({@link NcclCommunicator}, where libnccl.so.2 loads): every collective x
+ * every type x every operator x odd and large counts x in place and out of place, over every
+ * visible GPU and over the first two, issued both with one thread per rank and with one thread
+ * inside groupStart/groupEnd. Results are compared element by element with an independent reference
+ * ({@link org.jccl.cuda.testing.Elements}); receive areas are poisoned first and guarded on both
+ * sides. The sweep's size and everything else are set with system properties: see {@link GpuEnv}
+ * and {@link Sweep} (default: a few minutes on 4 GPUs; {@code -Djccl.gpu.full=true}: everything).
+ *
+ * <p>Skipped, with the driver's reason, where no GPU is visible (CI). On the GPU machine it runs
+ * through the JUnit console launcher: see scripts/gpu-check.sh.
+ *
+ * <p>Tests tagged {@code errors} make calls that must fail (and one aborts a communicator while a
+ * kernel waits); compute-sanitizer runs exclude them.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class GpuCollectivesTest {
+
+    private static final Duration HOST_CALL_TIMEOUT = Duration.ofSeconds(20);
+
+    /** Every test is skipped with this reason where no GPU is visible (each test, so that reports list them). */
+    private static String noGpu() {
+        return "skipped: no GPU here: " + Cuda.unavailableReason();
+    }
+
+    @BeforeAll
+    static void describeTheMachine() {
+        if (!Cuda.isAvailable()) {
+            System.out.println("GpuCollectivesTest: " + noGpu());
+            return;
+        }
+        StringBuilder sb = new StringBuilder("GPU collectives: CUDA driver ").append(Cuda.driverVersion())
+                .append(", ").append(Cuda.deviceCount()).append(" GPU(s):");
+        for (CudaDevice d : Cuda.devicesList()) {
+            sb.append("\n  ").append(d).append(", sm_").append(d.computeCapability().replace(".", ""))
+                    .append(", ").append(d.totalMemory() >> 30).append(" GiB");
+        }
+        sb.append("\n  sweep ").append(Sweep.mode().name().toLowerCase(Locale.ROOT))
+                .append(", rank counts ").append(GpuEnv.rankCounts())
+                .append(", base seed 0x").append(Long.toHexString(GpuEnv.SEED))
+                .append(", case timeout ").append(CaseRunner.caseTimeout().toSeconds()).append(" s");
+        for (Backend b : GpuEnv.backends()) {
+            sb.append("\n  backend ").append(b).append(": ").append(b.available() ? "available" : "not available: " + b.unavailableReason());
+        }
+        System.out.println(sb);
+    }
+
+    @BeforeEach
+    void requireGpu() {
+        Assumptions.assumeTrue(Cuda.isAvailable(), GpuCollectivesTest::noGpu);
+    }
+
+    @AfterAll
+    static void closeSets() {
+        if (Cuda.isAvailable()) {
+            GpuEnv.closeAll();
+        }
+    }
+
+    // Argument sources: without a GPU, one placeholder each (then skipped by requireGpu with the reason).
+
+    /**
+     * What one invocation of {@link #collectives} runs on a communicator set: the sweep of one
+     * collective in one style, the chain, or the misaligned buffers.
+     */
+    record Part(String label, Style style, Coll coll) {
+        @Override
+        public String toString() {
+            return label;
+        }
+    }
+
+    /** Every part for every backend and rank count, grouped by set so that each set is created once. */
+    static Stream<Arguments> parts() {
+        if (!Cuda.isAvailable()) {
+            return Stream.of(Arguments.of(Named.of("(no GPU)", Backend.JCCL), 0, new Part("-", Style.THREADS, Coll.ALL_REDUCE)));
+        }
+        List<Arguments> out = new ArrayList<>();
+        for (Backend b : GpuEnv.backends()) {
+            for (int n : GpuEnv.rankCounts()) {
+                for (Style style : Style.values()) {
+                    for (Coll coll : Coll.values()) {
+                        out.add(Arguments.of(b, n, new Part(style + " " + coll, style, coll)));
+                    }
+                }
+                out.add(Arguments.of(b, n, new Part("chained", null, null)));
+                out.add(Arguments.of(b, n, new Part("misaligned", null, null)));
+            }
+        }
+        return out.stream();
+    }
+
+    static Stream<Arguments> backends() {
+        if (!Cuda.isAvailable()) {
+            return Stream.of(Arguments.of(Named.of("(no GPU)", Backend.JCCL)));
+        }
+        return GpuEnv.backends().stream().map(Arguments::of);
+    }
+
+    private static void skipUnless(Backend b) {
+        String why = GpuEnv.skipReason(b);
+        Assumptions.assumeTrue(why == null, why);
+    }
+
+    /** Prints a one-line summary and fails with every failing case when there is any. */
+    private static void report(RankSet set, String label, CaseRunner.Outcome o) {
+        System.out.printf(Locale.ROOT, "%s %s: %d case(s), %d failed%s, %.1f s%n", set.describe(), label, o.ran(),
+                o.failures().size(), o.broken() ? ", communicators broken" : o.stopped() ? ", stopped at the failure limit" : "",
+                o.seconds());
+        if (o.broken()) {
+            GpuEnv.noteIfBroken(set);
+        }
+        if (!o.failures().isEmpty()) {
+            String how = o.broken() ? " (then the communicators were unusable and the sweep stopped)"
+                    : o.stopped() ? " (the sweep stopped there: -Djccl.gpu.maxFailures=N raises the limit)" : "";
+            fail(set.describe() + " " + label + ": " + o.failures().size() + " failing case(s) of " + o.ran() + " run" + how
+                    + "; reproduce one with -Djccl.gpu.seed=0x" + Long.toHexString(GpuEnv.SEED)
+                    + " -Djccl.gpu.filter='<its name, without the seed>'\n" + String.join("\n", o.failures()));
+        }
+    }
+
+    // ------------------------------------------------------------------ the sweep
+
+    /**
+     * The sweep of one collective in one style (see {@link Sweep}); "chained": 24 dependent
+     * collectives back to back on each stream with no host synchronization ({@link ChainCheck});
+     * "misaligned": buffers aligned only to their element size (send 1, recv 3 elements past a
+     * 256-byte boundary), like tensor views.
+     */
+    @Order(1)
+    @ParameterizedTest(name = "{0} x{1} {2}")
+    @MethodSource("parts")
+    @Timeout(value = 900, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void collectives(Backend backend, int ranks, Part part) {
+        skipUnless(backend);
+        RankSet set = GpuEnv.set(backend, ranks);
+        switch (part.label()) {
+            case "chained" -> chained(set);
+            case "misaligned" -> report(set, "misaligned",
+                    CaseRunner.sweep(set, Sweep.misaligned(Sweep.mode(), ranks, GpuEnv.SEED), GpuEnv.filter(), GpuEnv.maxFailures()));
+            default -> report(set, part.label(), CaseRunner.sweep(set,
+                    Sweep.cases(Sweep.mode(), part.coll(), ranks, part.style(), GpuEnv.SEED), GpuEnv.filter(), GpuEnv.maxFailures()));
+        }
+    }
+
+    private static void chained(RankSet set) {
+        long[] counts = Sweep.mode() == Sweep.Mode.TINY ? new long[] {4099} : new long[] {4099, Sweep.MEG + 5};
+        long t0 = System.nanoTime();
+        List<String> failures = new ArrayList<>();
+        for (long count : counts) {
+            try {
+                String f = ChainCheck.run(set, count, GpuEnv.SEED);
+                if (f != null) {
+                    failures.add(f);
+                }
+            } catch (RankSet.Broken e) {
+                failures.add("chain count=" + count + ": " + e.getMessage());
+                break;
+            }
+        }
+        report(set, "chained", new CaseRunner.Outcome(counts.length, failures, !set.usable(), false, (System.nanoTime() - t0) / 1e9));
+    }
+
+    /**
+     * The one-rank-per-process path, with the ranks as threads of this process: one host
+     * communicator per rank (jccl's in-process transport), then create(host, device) on each.
+     */
+    @Order(2)
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void createOverHostCommunicators(Backend backend) {
+        skipUnless(backend);
+        GpuEnv.closeAll();
+        int n = Cuda.deviceCount();
+        List<CudaDevice> devices = GpuEnv.devices(n);
+        List<Communicator> hosts = Jccl.initLocal(n);
+        boolean healthy = false;
+        try {
+            List<DeviceCommunicator> comms = createPerRank(backend, hosts, devices);
+            try (RankSet set = RankSet.of(backend, devices, comms)) {
+                long seed = GpuEnv.SEED;
+                int last = n - 1;
+                int shift = n == 1 ? 0 : 1;
+                long big = Sweep.mode() == Sweep.Mode.TINY ? 4099 : Sweep.MEG + 5;
+                List<Case> cases = List.of(
+                        Case.of(Coll.ALL_REDUCE, DataType.FLOAT32, ReduceOp.SUM, 17, -1, false, Style.THREADS, 0, seed),
+                        Case.of(Coll.ALL_REDUCE, DataType.FLOAT32, ReduceOp.SUM, 65537, -1, true, Style.THREADS, 0, seed),
+                        Case.of(Coll.ALL_REDUCE, DataType.FLOAT32, ReduceOp.SUM, big, -1, false, Style.THREADS, 0, seed),
+                        Case.of(Coll.ALL_REDUCE, DataType.BFLOAT16, ReduceOp.SUM, 4099, -1, false, Style.GROUP, 0, seed),
+                        Case.of(Coll.BROADCAST, DataType.INT32, null, 4099, last, false, Style.THREADS, 0, seed),
+                        Case.of(Coll.REDUCE, DataType.FLOAT64, ReduceOp.MAX, 4099, 0, true, Style.THREADS, 0, seed),
+                        Case.of(Coll.ALL_GATHER, DataType.INT8, null, 4099, -1, true, Style.THREADS, 0, seed),
+                        Case.of(Coll.REDUCE_SCATTER, DataType.FLOAT32, ReduceOp.SUM, 4099, -1, false, Style.THREADS, 0, seed),
+                        Case.of(Coll.ALL_TO_ALL, DataType.UINT8, null, 1000, -1, false, Style.THREADS, 0, seed),
+                        Case.of(Coll.SEND_RECV, DataType.FLOAT32, null, 4099, shift, false, Style.THREADS, 0, seed));
+                CaseRunner.Outcome o = CaseRunner.sweep(set, cases, GpuEnv.filter(), GpuEnv.maxFailures());
+                healthy = set.usable();
+                report(set, "create(host, device)", o);
+            }
+        } finally {
+            for (Communicator h : hosts) {
+                if (!healthy) {
+                    h.abort();
+                }
+                h.close();
+            }
+        }
+    }
+
+    /** Every rank calls create(hosts[r], devices[r]) on its own thread; all must succeed within the deadline. */
+    private static List<DeviceCommunicator> createPerRank(Backend backend, List<Communicator> hosts, List<CudaDevice> devices) {
+        int n = hosts.size();
+        ExecutorService pool = Executors.newFixedThreadPool(n, r -> {
+            Thread t = new Thread(r, "gpu-create");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<DeviceCommunicator>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> backend.create(hosts.get(rank), devices.get(rank))));
+            }
+            List<DeviceCommunicator> out = new ArrayList<>();
+            List<String> problems = new ArrayList<>();
+            long deadline = System.nanoTime() + GpuEnv.CREATE_TIMEOUT.toNanos();
+            for (int r = 0; r < n; r++) {
+                try {
+                    out.add(fs.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
+                } catch (ExecutionException e) {
+                    problems.add("rank " + r + ": " + e.getCause());
+                } catch (TimeoutException e) {
+                    hosts.forEach(Communicator::abort);
+                    problems.add("rank " + r + ": create did not return within " + GpuEnv.CREATE_TIMEOUT.toSeconds() + " s; stacks:\n"
+                            + RankSet.stacks());
+                    break;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new AssertionError(e);
+                }
+            }
+            if (!problems.isEmpty()) {
+                out.forEach(DeviceCommunicator::abort);
+                fail(backend + " create(host, device) over " + n + " in-process ranks failed:\n  " + String.join("\n  ", problems));
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    // ------------------------------------------------------------------ errors
+
+    /** "GPU 0", "device 0", "cuda:0", its PCI bus id or UUID: how a message may name the GPU. */
+    private static boolean namesDevice(String msg, CudaDevice d) {
+        String m = msg.toLowerCase(Locale.ROOT);
+        return Pattern.compile("(gpu|device|cuda)[ :#]*" + d.ordinal() + "\\b").matcher(m).find()
+                || m.contains(d.pciBusId().toLowerCase(Locale.ROOT))
+                || m.contains(d.uuid().toLowerCase(Locale.ROOT));
+    }
+
+    private static final Pattern DUPLICATE_WORDING = Pattern.compile("(?i)duplicate|same|already|twice|more than one|both|used by");
+
+    /** A rank bound to a GPU that another rank of the same communicator already uses is an error, named as such. */
+    @Order(3)
+    @Test
+    @Tag("errors")
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void duplicateDeviceIsRejected() {
+        skipUnless(Backend.JCCL);
+        CudaDevice d0 = Cuda.device(0);
+        List<DeviceCommunicator> made = null;
+        RuntimeException thrown = null;
+        try {
+            made = RankSet.withDeadline("createAll([GPU 0, GPU 0])", Duration.ofSeconds(60),
+                    () -> Backend.JCCL.createAll(List.of(d0, d0)));
+        } catch (RuntimeException e) {
+            thrown = e;
+        }
+        if (made != null) {
+            made.forEach(DeviceCommunicator::abort);
+            made.forEach(DeviceCommunicator::close);
+            fail("CudaCommunicator.createAll(List.of(GPU 0, GPU 0)) succeeded: two ranks on one GPU must be rejected");
+        }
+        checkDuplicateError("createAll([GPU 0, GPU 0])", thrown, d0);
+    }
+
+    private static void checkDuplicateError(String what, Throwable thrown, CudaDevice d) {
+        assertTrue(thrown instanceof IllegalArgumentException || thrown instanceof JcclException,
+                () -> what + " must throw IllegalArgumentException or a JcclException; threw " + thrown);
+        String msg = String.valueOf(thrown.getMessage());
+        assertTrue(namesDevice(msg, d) && DUPLICATE_WORDING.matcher(msg).find(),
+                () -> what + ": the message must name the GPU (" + d + ") and say it is used twice; it was: " + msg);
+    }
+
+    /** The same rule when the ranks meet through host communicators (one process per rank in real jobs). */
+    @Order(4)
+    @Test
+    @Tag("errors")
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void duplicateDeviceAcrossHostRanksIsRejected() {
+        skipUnless(Backend.JCCL);
+        CudaDevice d0 = Cuda.device(0);
+        List<Communicator> hosts = Jccl.initLocal(2);
+        ExecutorService pool = Executors.newFixedThreadPool(2, r -> {
+            Thread t = new Thread(r, "gpu-create");
+            t.setDaemon(true);
+            return t;
+        });
+        boolean clean = true;
+        try {
+            List<Future<DeviceCommunicator>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> CudaCommunicator.create(hosts.get(rank), d0)));
+            }
+            List<String> problems = new ArrayList<>();
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            for (int r = 0; r < 2; r++) {
+                String what = "rank " + r + ": create(host, GPU 0) while the other rank also binds GPU 0";
+                try {
+                    DeviceCommunicator c = fs.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    c.abort();
+                    c.close();
+                    problems.add(what + " succeeded; it must fail");
+                } catch (ExecutionException e) {
+                    try {
+                        checkDuplicateError(what, e.getCause(), d0);
+                    } catch (AssertionError ae) {
+                        problems.add(ae.getMessage());
+                    }
+                } catch (TimeoutException e) {
+                    clean = false;
+                    problems.add(what + " neither failed nor returned within 60 s (every rank must fail, none may hang); stacks:\n"
+                            + RankSet.stacks());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new AssertionError(e);
+                }
+            }
+            if (!problems.isEmpty()) {
+                fail(String.join("\n", problems));
+            }
+        } finally {
+            pool.shutdownNow();
+            for (Communicator h : hosts) {
+                if (!clean) {
+                    h.abort();
+                }
+                h.close();
+            }
+        }
+    }
+
+    /** One rejected call: what it is, and the call (made on rank 0 only). */
+    private record Bad(String what, boolean nullArgument, Runnable call) {
+    }
+
+    /**
+     * Bad arguments are rejected when the call is made (IllegalArgumentException, or jccl's
+     * InvalidUsageException), before anything is enqueued: the receive buffer stays untouched, the
+     * stream idle, and the communicator usable for a correct call afterwards.
+     */
+    @Order(5)
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    @Tag("errors")
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void badArgumentsAreRejectedBeforeAnythingRuns(Backend backend) {
+        skipUnless(backend);
+        int n = Cuda.deviceCount();
+        RankSet set = GpuEnv.set(backend, n);
+        DeviceCommunicator c0 = set.comm(0);
+        CudaStream s0 = set.stream(0);
+        CudaDevice d0 = set.devices().get(0);
+        long len = 64L * n + 64;
+        List<String> problems = new ArrayList<>();
+        try (DeviceBuffer a = d0.allocate(len, DataType.FLOAT32);
+             DeviceBuffer b = d0.allocate(len, DataType.FLOAT32);
+             DeviceBuffer i = d0.allocate(len, DataType.INT32);
+             DeviceBuffer other = n > 1 ? set.devices().get(1).allocate(len, DataType.FLOAT32) : null) {
+            List<Bad> bad = new ArrayList<>();
+            bad.add(new Bad("allReduce with recv (16) smaller than send (17)", false,
+                    () -> c0.allReduce(a.slice(0, 17), b.slice(0, 16), ReduceOp.SUM, s0)));
+            bad.add(new Bad("allReduce with send float32 and recv int32", false,
+                    () -> c0.allReduce(a.slice(0, 17), i.slice(0, 17), ReduceOp.SUM, s0)));
+            bad.add(new Bad("allGather with recv of " + (17L * n - 1) + " for send 17 x " + n + " ranks", false,
+                    () -> c0.allGather(a.slice(0, 17), b.slice(0, 17L * n - 1), s0)));
+            bad.add(new Bad("reduceScatter with send of " + (17L * n - 1) + " for recv 17 x " + n + " ranks", false,
+                    () -> c0.reduceScatter(a.slice(0, 17L * n - 1), b.slice(0, 17), ReduceOp.SUM, s0)));
+            if (n > 1) {
+                bad.add(new Bad("allToAll of " + (5L * n + 1) + " elements, not a multiple of " + n + " ranks", false,
+                        () -> c0.allToAll(a.slice(0, 5L * n + 1), b.slice(0, 5L * n + 1), s0)));
+            }
+            bad.add(new Bad("broadcast with root " + n + " of " + n + " ranks", false,
+                    () -> c0.broadcast(a.slice(0, 17), b.slice(0, 17), n, s0)));
+            bad.add(new Bad("reduce with root -1", false,
+                    () -> c0.reduce(a.slice(0, 17), b.slice(0, 17), ReduceOp.SUM, -1, s0)));
+            bad.add(new Bad("send to peer " + n + " of " + n + " ranks", false,
+                    () -> c0.send(a.slice(0, 17), n, s0)));
+            bad.add(new Bad("recv from peer -1", false,
+                    () -> c0.recv(b.slice(0, 17), -1, s0)));
+            bad.add(new Bad("allReduce with a null send buffer", true,
+                    () -> c0.allReduce(null, b.slice(0, 17), ReduceOp.SUM, s0)));
+            if (other != null) {
+                bad.add(new Bad("allReduce on rank 0 (GPU 0) with send on GPU 1", false,
+                        () -> c0.allReduce(other.slice(0, 17), b.slice(0, 17), ReduceOp.SUM, s0)));
+                bad.add(new Bad("allReduce on rank 0 (GPU 0) with recv on GPU 1", false,
+                        () -> c0.allReduce(a.slice(0, 17), other.slice(0, 17), ReduceOp.SUM, s0)));
+                bad.add(new Bad("allReduce on rank 0 (GPU 0) with a stream of GPU 1", false,
+                        () -> c0.allReduce(a.slice(0, 17), b.slice(0, 17), ReduceOp.SUM, set.stream(1))));
+            }
+            MemorySegment host = Arena.ofAuto().allocate(b.byteSize());
+            for (Bad x : bad) {
+                b.fill(CaseRunner.POISON, s0);
+                s0.synchronize();
+                Throwable thrown = null;
+                try {
+                    RankSet.withDeadline(x.what(), HOST_CALL_TIMEOUT, () -> {
+                        x.call().run();
+                        return null;
+                    });
+                } catch (AssertionError e) {
+                    set.abort("a rejected call hung: " + x.what());
+                    GpuEnv.noteIfBroken(set);
+                    problems.add(x.what() + ": the call blocked instead of failing: " + e.getMessage());
+                    break;
+                } catch (RuntimeException e) {
+                    thrown = e;
+                }
+                if (thrown == null) {
+                    problems.add(x.what() + ": accepted (no exception)");
+                } else if (!acceptable(backend, thrown, x.nullArgument())) {
+                    problems.add(x.what() + ": threw " + thrown + "; expected IllegalArgumentException or InvalidUsageException"
+                            + (x.nullArgument() ? " (or NullPointerException)" : ""));
+                } else if (thrown.getMessage() == null || thrown.getMessage().isBlank()) {
+                    problems.add(x.what() + ": " + thrown.getClass().getName() + " without a message");
+                }
+                try {
+                    set.awaitIdle(Duration.ofSeconds(10));
+                } catch (RankSet.Broken e) {
+                    GpuEnv.noteIfBroken(set);
+                    problems.add(x.what() + ": something was enqueued and never finished: " + e.getMessage());
+                    break;
+                }
+                b.copyTo(host);
+                for (long k = 0; k < host.byteSize(); k++) {
+                    if (host.get(ValueLayout.JAVA_BYTE, k) != CaseRunner.POISON) {
+                        problems.add(x.what() + ": rank 0's receive buffer was written (byte " + k + ") although the call was rejected");
+                        break;
+                    }
+                }
+            }
+        }
+        if (set.usable()) {
+            Case ok = Case.of(Coll.ALL_REDUCE, DataType.FLOAT32, ReduceOp.SUM, 4099, -1, false, Style.THREADS, 0, GpuEnv.SEED);
+            try {
+                String f = CaseRunner.run(set, ok);
+                if (f != null) {
+                    problems.add("a correct allReduce after the rejected calls gave wrong results: " + f);
+                }
+            } catch (RankSet.Broken e) {
+                GpuEnv.noteIfBroken(set);
+                problems.add("a correct allReduce after the rejected calls failed: " + e.getMessage());
+            }
+        }
+        if (!problems.isEmpty()) {
+            fail(backend + ": " + problems.size() + " bad-argument problem(s):\n  " + String.join("\n  ", problems));
+        }
+    }
+
+    private static boolean acceptable(Backend backend, Throwable t, boolean nullArgument) {
+        if (t instanceof IllegalArgumentException) {
+            return true;
+        }
+        if (nullArgument && t instanceof NullPointerException) {
+            return true;
+        }
+        if (t instanceof JcclException je) {
+            // NCCL's own ncclInvalidArgument/ncclInvalidUsage may surface as another code through the wrapper.
+            return je.code() == ErrorCode.INVALID_USAGE || backend == Backend.NCCL;
+        }
+        return false;
+    }
+
+    /**
+     * abort() from another thread releases a kernel waiting for peers that never come (here rank 0
+     * alone calls allReduce): its stream becomes idle, later calls fail, and the GPU context stays
+     * usable (the application shares it). Runs last: it leaves that communicator set aborted.
+     */
+    @Order(6)
+    @Test
+    @Tag("errors")
+    @Timeout(value = 180, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void abortReleasesAKernelWaitingForPeers() throws Exception {
+        skipUnless(Backend.JCCL);
+        Assumptions.assumeTrue(Cuda.deviceCount() >= 2, "skipped: needs 2 GPUs");
+        GpuEnv.closeAll();
+        List<String> problems = new ArrayList<>();
+        try (RankSet set = RankSet.create(Backend.JCCL, GpuEnv.devices(2), GpuEnv.CREATE_TIMEOUT)) {
+            CudaDevice d0 = set.devices().get(0);
+            CudaStream s0 = set.stream(0);
+            DeviceCommunicator c0 = set.comm(0);
+            // Freed only once the stream is idle: cuMemFree would wait for a kernel that never ends.
+            DeviceBuffer a = d0.allocate(4099, DataType.FLOAT32);
+            DeviceBuffer b = d0.allocate(4099, DataType.FLOAT32);
+            a.fill((byte) 0, s0);
+            s0.synchronize();
+            Throwable[] callError = new Throwable[1];
+            Thread lone = new Thread(() -> {
+                try {
+                    c0.allReduce(a, b, ReduceOp.SUM, s0);
+                } catch (Throwable t) {
+                    callError[0] = t;
+                }
+            }, "gpu-lone-rank");
+            lone.setDaemon(true);
+            lone.start();
+            Thread.sleep(1000);
+            if (!lone.isAlive() && callError[0] != null) {
+                fail("rank 0's allReduce (its peer never calls) threw before any abort: " + callError[0]);
+            }
+            if (!lone.isAlive() && s0.isIdle()) {
+                fail("rank 0's allReduce completed although rank 1 never called it");
+            }
+            long t0 = System.nanoTime();
+            c0.abort();
+            set.comm(1).abort();
+            lone.join(20_000);
+            if (lone.isAlive()) {
+                problems.add("rank 0's call was still blocked 20 s after abort(); stacks:\n" + RankSet.stacks());
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            boolean idle = false;
+            try {
+                while (!(idle = s0.isIdle()) && System.nanoTime() < deadline) {
+                    Thread.sleep(1);
+                }
+                if (!idle) {
+                    problems.add("rank 0's stream was still busy 20 s after abort(): the waiting kernel was not released");
+                } else {
+                    System.out.printf(Locale.ROOT, "abort released the waiting kernel in %.0f ms%n", (System.nanoTime() - t0) / 1e6);
+                }
+            } catch (CudaException e) {
+                problems.add("after abort() rank 0's stream reports a CUDA error; the GPU context must stay usable: " + e.getMessage());
+            }
+            if (idle) {
+                try {
+                    RankSet.withDeadline("allReduce after abort", HOST_CALL_TIMEOUT, () -> {
+                        c0.allReduce(a, b, ReduceOp.SUM, s0);
+                        return null;
+                    });
+                    problems.add("allReduce on an aborted communicator was accepted; later calls must fail");
+                } catch (JcclException | IllegalStateException e) {
+                    // expected
+                } catch (AssertionError e) {
+                    problems.add("allReduce on an aborted communicator blocked: " + e.getMessage());
+                }
+                try (DeviceBuffer probe = d0.allocate(1024, DataType.INT8)) {
+                    probe.fill((byte) 1, s0);
+                    s0.synchronize();
+                    a.close();
+                    b.close();
+                } catch (CudaException e) {
+                    problems.add("GPU 0's context is unusable after abort(): " + e.getMessage());
+                }
+            }
+            set.abort("aborted by the test");
+        }
+        if (!problems.isEmpty()) {
+            fail(String.join("\n", problems));
+        }
+    }
+}
