@@ -25,7 +25,10 @@ import org.jccl.internal.log.Log;
  * receives it in the launch phase. Used by the thread that drives the communicator.
  */
 public final class IpcExchange implements Exchange {
-    private static final int REF_BYTES = CudaDriver.IPC_HANDLE_BYTES + 16; // handle, offset, size
+    /** handle, offset, size, raw address (used as is by ranks of the same process, where IPC handles cannot be opened). */
+    private static final int REF_BYTES = CudaDriver.IPC_HANDLE_BYTES + 24;
+    /** Identifies this JVM: ranks that share it exchange raw device pointers instead of IPC handles. */
+    private static final long JVM_TOKEN = new java.security.SecureRandom().nextLong() | 1;
     private static final int RECORD_BYTES = 8 + 2 * REF_BYTES;
 
     private final Communicator host;
@@ -35,12 +38,15 @@ public final class IpcExchange implements Exchange {
     private final long[] peerSignals;
     private final int maxBlocks;
     private final Map<String, Long> mapped = new HashMap<>();
+    /** Ranks living in this JVM (raw pointers work between them). */
+    private final boolean[] sameProcess;
     /** Published, not yet resolved collectives of this rank: record, own in, own out. */
     private final java.util.ArrayDeque<Object[]> published = new java.util.ArrayDeque<>();
     private final java.util.ArrayDeque<Work> pendingSends = new java.util.ArrayDeque<>();
     private volatile boolean aborted;
 
-    private IpcExchange(Communicator host, long ownSignal, long[] peerSignals, int maxBlocks) {
+    private IpcExchange(Communicator host, long ownSignal, long[] peerSignals, int maxBlocks, boolean[] sameProcess) {
+        this.sameProcess = sameProcess;
         this.host = host;
         this.rank = host.rank();
         this.n = host.size();
@@ -58,8 +64,8 @@ public final class IpcExchange implements Exchange {
         int rank = host.rank();
         long signal = CudaDriver.memAlloc(signalBytes);
         byte[] handle = CudaDriver.ipcGetMemHandle(signal);
-        // identity record: uuid (40 bytes, ASCII), sm count, handle
-        int idBytes = 40 + 4 + CudaDriver.IPC_HANDLE_BYTES;
+        // identity record: uuid (40 bytes, ASCII), sm count, IPC handle, JVM token, raw address, ordinal, PCI bus id (16)
+        int idBytes = 40 + 4 + CudaDriver.IPC_HANDLE_BYTES + 8 + 8 + 4 + 16;
         byte[] me = new byte[idBytes];
         ByteBuffer b = ByteBuffer.wrap(me).order(ByteOrder.LITTLE_ENDIAN);
         byte[] uuid = device.uuid().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
@@ -67,36 +73,58 @@ public final class IpcExchange implements Exchange {
         b.position(40);
         b.putInt(device.multiprocessorCount());
         b.put(handle);
+        b.putLong(JVM_TOKEN);
+        b.putLong(signal);
+        b.putInt(device.ordinal());
+        byte[] bus = device.pciBusId().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        b.put(bus, 0, Math.min(16, bus.length));
         byte[] all = new byte[idBytes * n];
         host.allGather(Buffer.of(me), Buffer.of(all));
         long[] peers = new long[n];
+        boolean[] same = new boolean[n];
         int maxBlocks = KernelArgs.MAX_BLOCKS;
         Map<String, Integer> byUuid = new HashMap<>();
+        Map<String, Long> opened = new HashMap<>();
         for (int q = 0; q < n; q++) {
             ByteBuffer r = ByteBuffer.wrap(all, q * idBytes, idBytes).order(ByteOrder.LITTLE_ENDIAN);
             byte[] u = new byte[40];
             r.get(u);
-            String id = new String(u, java.nio.charset.StandardCharsets.US_ASCII).trim();
-            Integer other = byUuid.putIfAbsent(id, q);
-            if (other != null) {
-                CudaDriver.memFree(signal);
-                throw new InvalidUsageException("ranks " + other + " and " + q + " are both bound to GPU " + id.replace("\0", "")
-                        + ": every rank needs a GPU of its own. Map local ranks to GPUs one to one (jccl uses GPU = local rank;"
-                        + " check CUDA_VISIBLE_DEVICES=" + System.getenv("CUDA_VISIBLE_DEVICES") + " and the launcher's settings)");
-            }
+            String id = new String(u, java.nio.charset.StandardCharsets.US_ASCII).replace("\0", "").trim();
             maxBlocks = Math.min(maxBlocks, r.getInt());
             byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
             r.get(h);
-            peers[q] = q == rank ? signal : CudaDriver.ipcOpenMemHandle(h);
-        }
-        IpcExchange ex = new IpcExchange(host, signal, peers, maxBlocks);
-        for (int q = 0; q < n; q++) {
-            if (q != rank) {
-                byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
-                System.arraycopy(all, q * idBytes + 44, h, 0, h.length);
-                ex.mapped.put(HexFormat.of().formatHex(h), peers[q]);
+            long token = r.getLong();
+            long raw = r.getLong();
+            int ordinal = r.getInt();
+            byte[] busBytes = new byte[16];
+            r.get(busBytes);
+            String busId = new String(busBytes, java.nio.charset.StandardCharsets.US_ASCII).replace("\0", "").trim();
+            Integer other = byUuid.putIfAbsent(id, q);
+            if (other != null) {
+                for (long base : opened.values()) {
+                    CudaDriver.ipcCloseMemHandle(base);
+                }
+                CudaDriver.memFree(signal);
+                throw new InvalidUsageException("ranks " + other + " and " + q + " are both bound to the same GPU: GPU " + ordinal
+                        + " (" + busId + ", " + id + ") is used twice; every rank needs a GPU of its own. Map local ranks to GPUs"
+                        + " one to one (Cuda.deviceForLocalRank), and check CUDA_VISIBLE_DEVICES="
+                        + System.getenv("CUDA_VISIBLE_DEVICES") + " and the launcher's settings");
+            }
+            same[q] = token == JVM_TOKEN;
+            if (q == rank) {
+                peers[q] = signal;
+            } else if (same[q]) {
+                // Same process: the pointer is valid here once peer access to that GPU is enabled.
+                CudaDriver.ctxEnablePeerAccess(org.jccl.cuda.Cuda.device(ordinal).context());
+                device.makeCurrent();
+                peers[q] = raw;
+            } else {
+                peers[q] = CudaDriver.ipcOpenMemHandle(h);
+                opened.put(HexFormat.of().formatHex(h), peers[q]);
             }
         }
+        IpcExchange ex = new IpcExchange(host, signal, peers, maxBlocks, same);
+        ex.mapped.putAll(opened);
         Log.info(Log.Subsys.INIT, rank, "GPU " + device.ordinal() + " " + device.uuid() + ": mapped the signal areas of "
                 + (n - 1) + " peer GPU(s) through CUDA IPC");
         return ex;
@@ -130,6 +158,7 @@ public final class IpcExchange implements Exchange {
         b.put(CudaDriver.ipcGetMemHandle(range[0]));
         b.putLong(p - range[0]);
         b.putLong(range[1]);
+        b.putLong(p);
     }
 
     /** The address, mapped here, of the reference at {@code at}; 0 for a null reference. */
@@ -139,8 +168,12 @@ public final class IpcExchange implements Exchange {
         b.get(h);
         long offset = b.getLong();
         long size = b.getLong();
+        long raw = b.getLong();
         if (size == 0) {
             return 0;
+        }
+        if (sameProcess[peer]) {
+            return raw;
         }
         String key = HexFormat.of().formatHex(h);
         Long base = mapped.get(key);
