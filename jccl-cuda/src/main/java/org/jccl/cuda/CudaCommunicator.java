@@ -741,14 +741,28 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
         }
         long scratchAt = scratchNeed > 0 ? scratch(scratchNeed) : 0;
+        int sends = 0;
+        for (P2p o : ops) {
+            sends += o.send ? 1 : 0;
+        }
+        if (sends > MAX_RANKS) {
+            throw new IllegalArgumentException("at most " + MAX_RANKS + " sends per communicator in one group");
+        }
+        int[] sendPeers = new int[sends];
+        long[] sendSeqs = new long[sends];
+        int k = 0;
+        for (P2p o : ops) {
+            if (o.send) {
+                sendPeers[k] = o.peer;
+                sendSeqs[k++] = ++sendSeq[o.peer];
+            }
+        }
+        exchange.prepareSends(rank, sendPeers, sendSeqs);
         for (P2p o : ops) {
             if (!o.send) {
                 continue;
             }
-            if (nsend == MAX_RANKS) {
-                throw new IllegalArgumentException("at most " + MAX_RANKS + " sends per communicator in one group");
-            }
-            long seq = ++sendSeq[o.peer];
+            long seq = sendSeqs[nsend];
             long[] dst = exchange.resolveSend(rank, o.peer, seq);
             long bytes = o.buf.byteSize();
             if (dst[1] != bytes) {

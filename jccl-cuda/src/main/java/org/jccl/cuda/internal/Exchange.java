@@ -29,6 +29,15 @@ public interface Exchange {
     /** The receive buffer (mapped here) of {@code dst}'s {@code seq}-th receive from this rank, and its byte size. */
     long[] resolveSend(int rank, int dst, long seq);
 
+    /**
+     * Called once per group and rank before {@link #resolveSend}, with every send of the group
+     * ({@code peers[i]}, {@code seqs[i]}): the IPC exchange posts its host messages (the receive
+     * buffers it published, the records it needs) together, so ranks that all send first cannot
+     * deadlock on the host communicator.
+     */
+    default void prepareSends(int rank, int[] peers, long[] seqs) {
+    }
+
     /** Completes the phase: for the IPC exchange, the point where the host messages of a group go out. */
     default void flush(int rank) {
     }

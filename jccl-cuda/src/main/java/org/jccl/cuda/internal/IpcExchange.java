@@ -21,8 +21,8 @@ import org.jccl.internal.log.Log;
  * receiving side maps each allocation once with cuIpcOpenMemHandle and caches the mapping.
  *
  * <p>Collectives: one all-gather of fixed 168-byte records per operation. Point-to-point: the
- * receiver sends its record to the sender (asynchronously, in the publish phase); the sender
- * receives it in the launch phase. Used by the thread that drives the communicator.
+ * receiver's record (published in the group's first phase) and the sender's request for it travel
+ * together in one host group per device group ({@link #prepareSends}). Used by the thread that drives the communicator.
  */
 public final class IpcExchange implements Exchange {
     /** handle, offset, size, raw address (used as is by ranks of the same process, where IPC handles cannot be opened). */
@@ -42,7 +42,6 @@ public final class IpcExchange implements Exchange {
     private final boolean[] sameProcess;
     /** Published, not yet resolved collectives of this rank: record, own in, own out. */
     private final java.util.ArrayDeque<Object[]> published = new java.util.ArrayDeque<>();
-    private final java.util.ArrayDeque<Work> pendingSends = new java.util.ArrayDeque<>();
     private volatile boolean aborted;
 
     private IpcExchange(Communicator host, long ownSignal, long[] peerSignals, int maxBlocks, boolean[] sameProcess) {
@@ -85,38 +84,43 @@ public final class IpcExchange implements Exchange {
         int maxBlocks = KernelArgs.MAX_BLOCKS;
         Map<String, Integer> byUuid = new HashMap<>();
         Map<String, Long> opened = new HashMap<>();
+        // Pass 1: identities. Two ranks on one GPU are refused before anything is mapped.
         for (int q = 0; q < n; q++) {
             ByteBuffer r = ByteBuffer.wrap(all, q * idBytes, idBytes).order(ByteOrder.LITTLE_ENDIAN);
             byte[] u = new byte[40];
             r.get(u);
             String id = new String(u, java.nio.charset.StandardCharsets.US_ASCII).replace("\0", "").trim();
             maxBlocks = Math.min(maxBlocks, r.getInt());
-            byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
-            r.get(h);
-            long token = r.getLong();
-            long raw = r.getLong();
+            r.position(r.position() + CudaDriver.IPC_HANDLE_BYTES + 16);
             int ordinal = r.getInt();
             byte[] busBytes = new byte[16];
             r.get(busBytes);
             String busId = new String(busBytes, java.nio.charset.StandardCharsets.US_ASCII).replace("\0", "").trim();
             Integer other = byUuid.putIfAbsent(id, q);
             if (other != null) {
-                for (long base : opened.values()) {
-                    CudaDriver.ipcCloseMemHandle(base);
-                }
                 CudaDriver.memFree(signal);
                 throw new InvalidUsageException("ranks " + other + " and " + q + " are both bound to the same GPU: GPU " + ordinal
                         + " (" + busId + ", " + id + ") is used twice; every rank needs a GPU of its own. Map local ranks to GPUs"
                         + " one to one (Cuda.deviceForLocalRank), and check CUDA_VISIBLE_DEVICES="
                         + System.getenv("CUDA_VISIBLE_DEVICES") + " and the launcher's settings");
             }
+        }
+        // Pass 2: map every peer's area.
+        for (int q = 0; q < n; q++) {
+            ByteBuffer r = ByteBuffer.wrap(all, q * idBytes + 44, idBytes - 44).order(ByteOrder.LITTLE_ENDIAN);
+            byte[] h = new byte[CudaDriver.IPC_HANDLE_BYTES];
+            r.get(h);
+            long token = r.getLong();
+            long raw = r.getLong();
+            int ordinal = r.getInt();
             same[q] = token == JVM_TOKEN;
             if (q == rank) {
                 peers[q] = signal;
             } else if (same[q]) {
                 // Same process: the pointer is valid here once peer access to that GPU is enabled.
-                CudaDriver.ctxEnablePeerAccess(org.jccl.cuda.Cuda.device(ordinal).context());
-                device.makeCurrent();
+                if (ordinal != device.ordinal()) {
+                    CudaDriver.ctxEnablePeerAccess(org.jccl.cuda.Cuda.device(ordinal).context());
+                }
                 peers[q] = raw;
             } else {
                 peers[q] = CudaDriver.ipcOpenMemHandle(h);
@@ -233,7 +237,40 @@ public final class IpcExchange implements Exchange {
             selfRecv.put(seq, new long[] {address, bytes});
             return;
         }
-        pendingSends.add(host.sendAsync(Buffer.of(rec), src));
+        pendingPublish.add(new Object[] {src, rec});
+    }
+
+    /** Receive records published in this group, not yet sent: {dst rank, record}. */
+    private final java.util.List<Object[]> pendingPublish = new java.util.ArrayList<>();
+    /** Records received by prepareSends, by "peer:seq". */
+    private final Map<String, byte[]> prepared = new HashMap<>();
+
+    @Override
+    public void prepareSends(int rank, int[] peers, long[] seqs) {
+        check();
+        java.util.List<Work> works = new java.util.ArrayList<>();
+        byte[][] recs = new byte[peers.length][];
+        // One host group: every rank's notices and requests are posted together.
+        try (org.jccl.Group g = host.group()) {
+            for (Object[] p : pendingPublish) {
+                works.add(host.sendAsync(Buffer.of((byte[]) p[1]), (int) p[0]));
+            }
+            for (int i = 0; i < peers.length; i++) {
+                if (peers[i] != rank) {
+                    recs[i] = new byte[8 + REF_BYTES];
+                    works.add(host.recvAsync(Buffer.of(recs[i]), peers[i]));
+                }
+            }
+        }
+        pendingPublish.clear();
+        for (Work w : works) {
+            w.join();
+        }
+        for (int i = 0; i < peers.length; i++) {
+            if (recs[i] != null) {
+                prepared.put(peers[i] + ":" + seqs[i], recs[i]);
+            }
+        }
     }
 
     private final Map<Long, long[]> selfRecv = new HashMap<>();
@@ -248,8 +285,10 @@ public final class IpcExchange implements Exchange {
             }
             return r;
         }
-        byte[] rec = new byte[8 + REF_BYTES];
-        host.recv(Buffer.of(rec), dst);
+        byte[] rec = prepared.remove(dst + ":" + seq);
+        if (rec == null) {
+            throw new IllegalStateException("resolveSend(" + dst + ", " + seq + ") without prepareSends");
+        }
         ByteBuffer b = ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN);
         long s = b.getLong(0);
         if (s != seq) {
@@ -259,17 +298,6 @@ public final class IpcExchange implements Exchange {
         // map() reads (handle, offset, size): size must be non-zero for a real buffer
         long addr = bytes == 0 && b.getLong(8 + CudaDriver.IPC_HANDLE_BYTES) == 0 ? 0 : map(rec, 8, dst);
         return new long[] {addr, bytes};
-    }
-
-    @Override
-    public void flush(int rank) {
-        while (!pendingSends.isEmpty()) {
-            Work w = pendingSends.peek();
-            if (!w.isDone()) {
-                return; // completes with the host communicator's progress; joined at close
-            }
-            pendingSends.poll().join();
-        }
     }
 
     private void check() {
@@ -285,14 +313,6 @@ public final class IpcExchange implements Exchange {
 
     @Override
     public void close() {
-        for (Work w : pendingSends) {
-            try {
-                w.join();
-            } catch (RuntimeException ignored) {
-                // the communicator is going away; a failed notice changes nothing now
-            }
-        }
-        pendingSends.clear();
         for (long base : mapped.values()) {
             try {
                 CudaDriver.ipcCloseMemHandle(base);
