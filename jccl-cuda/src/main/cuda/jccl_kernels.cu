@@ -492,7 +492,10 @@ __device__ __forceinline__ void copy_bytes(const Args& a, uint64_t tid, uint64_t
     const bool multi = (a.mode & MODE_MULTI_DST) != 0;
     const int ntask = multi ? 1 : a.nsrc;
     const uint64_t nvec = (a.mode & MODE_VEC) ? bytes / 16 : 0;
-    for (int t = 0; t < ntask; t++) {
+    // Tasks in an order rotated by rank (all-to-all: rank r writes to peer r+1, r+2, ... in turn), so
+    // the ranks write to different peers at any moment instead of all into rank 0's links first.
+    for (int k = 0; k < ntask; k++) {
+        const int t = (a.rank + k) % ntask;
         const uint64_t src = a.src[t];
         for (uint64_t v = tid; v < nvec; v += stride) {
             uint4 x = ((const uint4*)src)[v];
