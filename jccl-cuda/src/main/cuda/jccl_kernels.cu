@@ -262,6 +262,29 @@ template <int OP, typename A> __device__ __forceinline__ A finish(A x, int divis
 // ---------------------------------------------------------------------------------------------
 // reduce: dst[d][i] = src[0][i] op src[1][i] op ... for i < count, for every d < ndst
 
+// Combines the 16-byte vectors x[0..nsrc) element by element, in that order, and rounds once.
+template <typename T, int OP> __device__ __forceinline__ uint4 combine_vec(const uint4 (&x)[JCCL_MAX_RANKS], int nsrc, int divisor) {
+    typedef typename Acc<T>::type A;
+    constexpr int N = 16 / sizeof(T);
+    A acc[N];
+    const T* e0 = (const T*)&x[0];
+#pragma unroll
+    for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
+#pragma unroll
+    for (int s = 1; s < JCCL_MAX_RANKS; s++) {
+        if (s < nsrc) {
+            const T* e = (const T*)&x[s];
+#pragma unroll
+            for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
+        }
+    }
+    uint4 out;
+    T* o = (T*)&out;
+#pragma unroll
+    for (int i = 0; i < N; i++) o[i] = narrow<T>(finish<OP, A>(acc[i], divisor));
+    return out;
+}
+
 template <typename T, int OP> __device__ __forceinline__ void reduce_body(const Args& a) {
     typedef typename Acc<T>::type A;
     constexpr int N = 16 / sizeof(T);
@@ -280,22 +303,7 @@ template <typename T, int OP> __device__ __forceinline__ void reduce_body(const 
         for (int s = 0; s < JCCL_MAX_RANKS; s++) {
             if (s < nsrc) x[s] = ((const uint4*)a.src[s])[v];
         }
-        A acc[N];
-        const T* e0 = (const T*)&x[0];
-#pragma unroll
-        for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
-#pragma unroll
-        for (int s = 1; s < JCCL_MAX_RANKS; s++) {
-            if (s < nsrc) {
-                const T* e = (const T*)&x[s];
-#pragma unroll
-                for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
-            }
-        }
-        uint4 out;
-        T* o = (T*)&out;
-#pragma unroll
-        for (int i = 0; i < N; i++) o[i] = narrow<T>(finish<OP, A>(acc[i], a.divisor));
+        uint4 out = combine_vec<T, OP>(x, nsrc, a.divisor);
 #pragma unroll
         for (int d = 0; d < JCCL_MAX_RANKS; d++) {
             if (d < ndst) ((uint4*)a.dst[d])[v] = out;
@@ -356,23 +364,7 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
         for (int s = 0; s < JCCL_MAX_RANKS; s++) {
             if (s < n) x[s] = ((const uint4*)a.myInbox[s])[v];
         }
-        A acc[N];
-        const T* e0 = (const T*)&x[0];
-#pragma unroll
-        for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
-#pragma unroll
-        for (int s = 1; s < JCCL_MAX_RANKS; s++) {
-            if (s < n) {
-                const T* e = (const T*)&x[s];
-#pragma unroll
-                for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
-            }
-        }
-        uint4 out;
-        T* o = (T*)&out;
-#pragma unroll
-        for (int i = 0; i < N; i++) o[i] = narrow<T>(finish<OP, A>(acc[i], a.divisor));
-        ((uint4*)a.out)[v] = out;
+        ((uint4*)a.out)[v] = combine_vec<T, OP>(x, n, a.divisor);
     }
     for (uint64_t i = nvec * N + tid; i < count; i += stride) {
         A acc = widen<T>(((const T*)a.myInbox[0])[i]);
@@ -429,22 +421,7 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
         for (int s = 0; s < JCCL_MAX_RANKS; s++) {
             if (s < n) x[s] = s == r ? ((const uint4*)(in + lo))[v] : ((const uint4*)a.myScratch[s])[v];
         }
-        A acc[N];
-        const T* e0 = (const T*)&x[0];
-#pragma unroll
-        for (int i = 0; i < N; i++) acc[i] = widen<T>(e0[i]);
-#pragma unroll
-        for (int s = 1; s < JCCL_MAX_RANKS; s++) {
-            if (s < n) {
-                const T* e = (const T*)&x[s];
-#pragma unroll
-                for (int i = 0; i < N; i++) acc[i] = combine<OP, A>(acc[i], widen<T>(e[i]));
-            }
-        }
-        uint4 o;
-        T* ot = (T*)&o;
-#pragma unroll
-        for (int i = 0; i < N; i++) ot[i] = narrow<T>(finish<OP, A>(acc[i], a.divisor));
+        uint4 o = combine_vec<T, OP>(x, n, a.divisor);
 #pragma unroll
         for (int q = 0; q < JCCL_MAX_RANKS; q++) {
             if (q < n) ((uint4*)((T*)a.peerOut[q] + lo))[v] = o;
