@@ -32,7 +32,10 @@ import org.jccl.ReduceOp;
  * present, so a JVM without the module never loads it.
  *
  * <p>Each loop reads whole vectors straight from the segments ({@code fromMemorySegment} in native
- * byte order, any byte offset, heap or native) and writes the result straight back; no staging. The
+ * byte order, any byte offset, heap or native) and writes the result straight back; no staging.
+ * (Correct for heap segments, but {@link Reductions} sends calls with a heap segment to the scalar
+ * kernels: heap segments' classes pollute the type profile of the JDK's segment accessors and slow
+ * these loops down for native memory too.) The
  * last {@code < one vector} of elements goes through the scalar {@link Kernels}, so the tail has
  * exactly the scalar semantics. The shape is the platform's preferred one
  * ({@code FloatVector.SPECIES_PREFERRED}: 512 bits with AVX-512, 256 with AVX2, 128 on NEON), fixed
@@ -51,14 +54,21 @@ import org.jccl.ReduceOp;
  *   <li>float16, bfloat16: the same widening, the same float operation and the same
  *       round-to-nearest-even narrowing as the scalar code, done with integer lane arithmetic, so
  *       again bit-identical except for NaN sign/payload. JDK 25's Vector API has no half-precision
- *       lane type or conversion operator ({@code jdk.incubator.vector.Float16} is a scalar class),
- *       so: bfloat16 lanes are zero-extended into int lanes ({@code S2I} with
- *       {@code convertShape}), shifted left 16 and reinterpreted as float; back, the bias trick
- *       {@code (x + 0x7FFF + ((x >>> 16) & 1)) >>> 16} with NaN kept a quiet NaN, then {@code I2S}.
- *       float16 lanes widen by the exponent-rebias trick (magnitude bits shifted into place and
- *       multiplied by 2^112, which also makes subnormals exact; infinity/NaN blended in), and narrow
- *       by rebias-and-round for normal results, the add-0.5f trick for subnormal ones, and the
- *       same overflow and NaN rules as {@link Float#floatToFloat16}.</li>
+ *       lane type or conversion operator ({@code jdk.incubator.vector.Float16} is a scalar class,
+ *       and {@code VectorOperators} has no float16 conversion), so each 32-bit int lane, loaded
+ *       straight from memory, holds two 16-bit elements that are processed as two float vectors:
+ *       the low one shifted into the high half ({@code LSHL 16}), the high one masked
+ *       ({@code AND 0xFFFF0000}), then {@code reinterpretAsFloats} — for bfloat16 that is the whole
+ *       widening; both halves are written back with one store, so no lane-count-changing
+ *       conversion ({@code convertShape}) is needed (those measured several times slower).
+ *       bfloat16 narrows with the bias trick {@code (x + 0x7FFF + ((x >>> 16) & 1)) >>> 16}, a NaN
+ *       kept a quiet NaN by a blend. float16 widens by the exponent-rebias trick (magnitude bits
+ *       shifted into place and multiplied by 2^112, which also makes subnormals exact;
+ *       infinity/NaN blended in) and narrows by rebias-and-round for normal results, the add-0.5f
+ *       trick for subnormal ones, and the same overflow and NaN rules as
+ *       {@link Float#floatToFloat16}. The float16 loops are correct but slower than the scalar
+ *       ones, which C2 compiles to F16C conversions; {@link Reductions} only uses them with
+ *       {@code JCCL_REDUCE_VECTOR=1}.</li>
  * </ul>
  */
 final class VectorKernels {
