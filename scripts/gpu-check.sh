@@ -115,7 +115,7 @@ if [ -n "$NCCL_DIR" ] && [ -f "$NCCL_DIR/lib/libnccl.so.2" ]; then
     export LD_LIBRARY_PATH="$NCCL_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 SANITIZER=$(command -v compute-sanitizer 2>/dev/null || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer 2>/dev/null | head -n 1 || true)
-JOPTS=(--enable-native-access=ALL-UNNAMED -XX:+UseParallelGC -Xss1m)
+JOPTS=(--enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC -Xss1m)
 CONSOLE="$DEV/test/junit-platform-console-standalone.jar"
 TEST_CP="$DEV/test/jccl-cuda.jar:$DEV/test/jccl-cuda-tests.jar:$DEV/test/jccl-core.jar"
 CLI="$DEV/cli/jccl-cli.jar"

@@ -95,14 +95,14 @@ if [ "${SKIP_SMOKE:-0}" != 1 ]; then
     java="$tmp/jre25/bin/java"
     "$java" -version 2>&1 | head -n 1 | sed 's/^/gpu-prep: packed runtime: /'
     cp="$dev/test/jccl-cuda.jar:$dev/test/jccl-cuda-tests.jar:$dev/test/jccl-core.jar"
-    if ! "$java" --enable-native-access=ALL-UNNAMED -jar "$dev/test/junit-platform-console-standalone.jar" execute \
+    if ! "$java" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -jar "$dev/test/junit-platform-console-standalone.jar" execute \
             --disable-banner --disable-ansi-colors --details=summary --class-path "$cp" \
             --select-class org.jccl.cuda.CudaDriverTest --select-class org.jccl.cuda.GpuCollectivesTest >"$tmp/smoke.txt" 2>&1; then
         cat "$tmp/smoke.txt" >&2
         die "smoke test: the JUnit console failed with the packed runtime"
     fi
     grep -E 'tests (successful|failed|aborted)' "$tmp/smoke.txt" | tr -s ' []' ' ' | paste -sd, | sed 's/^/gpu-prep: smoke test of the JUnit console:/' || true
-    if ! "$java" --enable-native-access=ALL-UNNAMED -jar "$dev/cli/jccl-cli.jar" perf all_reduce -np 2 -b 8 -e 1K -f 4 -n 2 -w 1 \
+    if ! "$java" --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -jar "$dev/cli/jccl-cli.jar" perf all_reduce -np 2 -b 8 -e 1K -f 4 -n 2 -w 1 \
             --jit-warmup 0 >"$tmp/perf.txt" 2>&1; then
         cat "$tmp/perf.txt" >&2
         die "smoke test: jccl perf (CPU, 2 ranks) failed with the packed runtime"

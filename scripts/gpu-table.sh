@@ -25,7 +25,7 @@ TYPES=${TYPES:-float}
 BACKENDS=${BACKENDS:-"jccl nccl"}
 AR_VARIANTS=${AR_VARIANTS:-}
 MINB=${MINB:-8}; MAXB=${MAXB:-1G}; BIGB=${BIGB:-8G}
-PERF="java --enable-native-access=ALL-UNNAMED -jar .device/cli/jccl-cli.jar perf"
+PERF="java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -jar .device/cli/jccl-cli.jar perf"
 summary=$OUT/summary.txt
 for coll in $COLLS; do
     for t in $TYPES; do

@@ -22,7 +22,8 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The element-wise reduction kernels ({@link Reductions#reduce}) that every reducing collective runs
- * on each received chunk: {@code acc[i] = acc[i] op in[i]} over native memory.
+ * on each received chunk: {@code acc[i] = acc[i] op in[i]} over native memory, once with the scalar
+ * kernels and once with the Vector API ones ({@code impl}).
  *
  * <p>Score: microseconds per call. Memory traffic per call is 3 x bytes (two reads, one write), so
  * GB/s = 3 * bytes / (score * 1000). Compare with this machine's memory bandwidth (single-thread
@@ -38,7 +39,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector"})
 public class ReductionsBenchmark {
 
     @Param({"INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64"})
@@ -46,6 +47,10 @@ public class ReductionsBenchmark {
 
     @Param({"SUM", "PROD", "MIN", "MAX", "AVG"})
     public ReduceOp op;
+
+    /** Which kernels: SCALAR (staged C2 loops) or VECTOR (jdk.incubator.vector), whatever JCCL_REDUCE_VECTOR says. */
+    @Param({"SCALAR", "VECTOR"})
+    public Reductions.Impl impl;
 
     /** Bytes per operand: in cache (64 KiB), last-level cache (4 MiB), main memory (64 MiB). */
     @Param({"65536", "4194304", "67108864"})
@@ -76,7 +81,7 @@ public class ReductionsBenchmark {
 
     @Benchmark
     public MemorySegment reduce() {
-        Reductions.reduce(acc, in, count, type, op);
+        Reductions.reduceWith(impl, acc, acc, in, count, type, op);
         return acc;
     }
 }

@@ -214,7 +214,8 @@ public final class LocalLauncher {
     /**
      * The command line that starts a JVM on jccl's own classpath (java binary, flags, -cp) running
      * {@code mainClass}: the java of the running JVM, {@code --enable-native-access=ALL-UNNAMED} (jccl's
-     * optional native modules use the FFM API), and a classpath of the running JVM's classpath plus the
+     * optional native modules use the FFM API), {@code --add-modules jdk.incubator.vector} (the Vector
+     * API reduction kernels), and a classpath of the running JVM's classpath plus the
      * jars next to the jccl-cli jar ({@code jccl-cli/target/lib/*}).
      */
     public static List<String> javaCommand(String mainClass) {
@@ -238,6 +239,8 @@ public final class LocalLauncher {
         List<String> cmd = new ArrayList<>();
         cmd.add(javaBinary());
         cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("--add-modules"); // the Vector API reduction kernels (jccl falls back to scalar without it)
+        cmd.add("jdk.incubator.vector");
         cmd.add("-cp");
         cmd.add(String.join(File.pathSeparator, cp));
         cmd.add(mainClass);

@@ -139,6 +139,8 @@ public final class RunCommand implements Callable<Integer> {
                 cmd.add(LocalLauncher.javaBinary());
                 // Like the class case: jccl's optional native modules need it, and it is harmless otherwise.
                 cmd.add("--enable-native-access=ALL-UNNAMED");
+                cmd.add("--add-modules"); // the Vector API reduction kernels
+                cmd.add("jdk.incubator.vector");
                 cmd.add("-jar");
                 cmd.add(target);
             }

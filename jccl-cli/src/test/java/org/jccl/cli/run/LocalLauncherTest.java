@@ -219,9 +219,11 @@ class LocalLauncherTest {
         List<String> cmd = LocalLauncher.javaCommand("com.example.Main", "/opt/extra.jar");
         assertEquals(LocalLauncher.javaBinary(), cmd.getFirst());
         assertEquals("--enable-native-access=ALL-UNNAMED", cmd.get(1));
-        assertEquals("-cp", cmd.get(2));
-        assertTrue(cmd.get(3).endsWith(java.io.File.pathSeparator + "/opt/extra.jar"), cmd.get(3));
-        assertEquals("com.example.Main", cmd.get(4));
-        assertEquals(5, cmd.size());
+        assertEquals("--add-modules", cmd.get(2));
+        assertEquals("jdk.incubator.vector", cmd.get(3));
+        assertEquals("-cp", cmd.get(4));
+        assertTrue(cmd.get(5).endsWith(java.io.File.pathSeparator + "/opt/extra.jar"), cmd.get(5));
+        assertEquals("com.example.Main", cmd.get(6));
+        assertEquals(7, cmd.size());
     }
 }

@@ -61,6 +61,11 @@ public final class Settings {
     public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
             "pipelining chunk of ring algorithms, in bytes");
 
+    public static final Setting REDUCE_VECTOR = Setting.define("JCCL_REDUCE_VECTOR", null, STRING, "auto", 0, 0,
+            "reduction kernels: auto (Vector API when the JVM runs with --add-modules jdk.incubator.vector, else scalar;"
+                    + " float16/bfloat16 stay scalar), 1 (Vector API for every type; a warning and scalar if the module is absent)"
+                    + " or 0 (scalar)");
+
     // ---- GPUs (jccl-cuda)
     public static final Setting CUDA_WAIT_TIMEOUT = Setting.define("JCCL_CUDA_WAIT_TIMEOUT", null, DURATION_SECONDS, "300", 1, 86_400,
             "a GPU kernel waiting for a peer GPU gives up after this many seconds and the communicator fails (never a GPU spinning forever)");

@@ -2,9 +2,12 @@ package org.jccl.internal.reduce;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import java.util.Locale;
 import java.util.Optional;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
 
 /**
  * Element-wise reductions of {@code count} elements of one {@link DataType} with one
@@ -24,16 +27,149 @@ import org.jccl.ReduceOp;
  * </ul>
  *
  * <p>Segments may be native or heap and may start at any byte offset; elements are read in native
- * byte order. Each call checks its arguments once, then streams the operands through small
- * per-thread arrays in chunks, where one specialised loop per (type, operator) does the arithmetic
- * (see {@link Kernels} for why, and for measured speeds).
+ * byte order. Each call checks its arguments once, then runs one specialised loop per (type,
+ * operator): for native (and mapped) memory, the Vector API loops of {@link VectorKernels} when the JVM has the
+ * {@code jdk.incubator.vector} module ({@code --add-modules jdk.incubator.vector}, which every java
+ * command line jccl owns passes) and {@code JCCL_REDUCE_VECTOR} is not {@code 0}; otherwise the
+ * scalar loops of {@link Kernels}, which stream the operands through small per-thread arrays. The
+ * choice is made once, when this class initialises. The two agree bit for bit on integer types and
+ * on every non-NaN float result (see {@link VectorKernels}).
  *
  * <p>Thread-safe: concurrent calls are fine as long as they write disjoint memory (the staging
  * arrays are per thread).
  */
 public final class Reductions {
 
+    /** The Vector API module's name: present in the boot layer only with {@code --add-modules}. */
+    static final String VECTOR_MODULE = "jdk.incubator.vector";
+
+    /** Whether {@link #reduce} runs the Vector API kernels; fixed at class initialisation. */
+    private static final boolean VECTOR = chooseVector();
+
+    /**
+     * Whether float16 and bfloat16 also take the Vector API loops ({@code JCCL_REDUCE_VECTOR=1}).
+     * Not under auto: JDK 25's Vector API has no half-precision conversion, and the integer-lane
+     * emulation measured slower than C2's auto-vectorised scalar loop for float16 (which uses F16C)
+     * and, for both, needs seconds of JIT warm-up during which it runs far slower than scalar.
+     */
+    private static final boolean VECTOR_16BIT_FLOATS = VECTOR && forced(System.getenv(Settings.REDUCE_VECTOR.name()));
+
     private Reductions() {
+    }
+
+    /** Which kernels this JVM runs, for logs and tests: "Vector API, 512-bit (...)" or "scalar". */
+    public static String implementation() {
+        return VECTOR ? VectorKernels.describe() + (VECTOR_16BIT_FLOATS ? "" : "; float16/bfloat16 scalar") : "scalar";
+    }
+
+    /** Whether the Vector API kernels are in use. */
+    public static boolean vectorized() {
+        return VECTOR;
+    }
+
+    private static boolean chooseVector() {
+        String name = Settings.REDUCE_VECTOR.name();
+        String value = System.getenv(name);
+        boolean present = ModuleLayer.boot().findModule(VECTOR_MODULE).isPresent();
+        Choice c = choose(value == null ? Settings.REDUCE_VECTOR.defaultValue() : value, present);
+        if (c.message() != null) {
+            Log.log(c.level(), Log.Subsys.INIT, -1, c.message());
+        }
+        if (!c.vector()) {
+            return false;
+        }
+        try {
+            if (VectorKernels.usable()) {
+                Log.info(Log.Subsys.INIT, -1, "reduction kernels: " + VectorKernels.describe()
+                        + (forced(value) ? "" : "; float16/bfloat16 scalar (JCCL_REDUCE_VECTOR=1 vectorises them too)"));
+                return true;
+            }
+            Log.info(Log.Subsys.INIT, -1, "reduction kernels: scalar (preferred vector shape "
+                    + VectorKernels.SHAPE.vectorBitSize() + " bits is too narrow)");
+        } catch (LinkageError | RuntimeException e) {
+            Log.warn(Log.Subsys.INIT, -1, "reduction kernels: scalar (Vector API unusable: " + e + ")");
+        }
+        return false;
+    }
+
+    private static boolean forced(String setting) {
+        if (setting == null) {
+            return false;
+        }
+        return switch (setting.trim().toLowerCase(Locale.ROOT)) {
+            case "1", "true", "yes", "on" -> true;
+            default -> false;
+        };
+    }
+
+    /** Which kernels {@link #reduceWith} runs. */
+    public enum Impl { SCALAR, VECTOR }
+
+    /**
+     * {@link #reduce(MemorySegment, MemorySegment, MemorySegment, long, DataType, ReduceOp)} with the
+     * kernels chosen by the caller, whatever {@code JCCL_REDUCE_VECTOR} says: for benchmarks and
+     * tests. {@code VECTOR} needs the module ({@code --add-modules jdk.incubator.vector}).
+     *
+     * @throws IllegalStateException for VECTOR when the module is absent
+     */
+    public static void reduceWith(Impl impl, MemorySegment dst, MemorySegment a, MemorySegment b, long count,
+                                  DataType type, ReduceOp op) {
+        Objects.requireNonNull(impl, "impl");
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(op, "op");
+        long bytes = checkCount(count, type);
+        checkWritable(dst, bytes, "dst", count, type);
+        checkReadable(a, bytes, "a", count, type);
+        checkReadable(b, bytes, "b", count, type);
+        checkAlias(dst, a, bytes, "a");
+        checkAlias(dst, b, bytes, "b");
+        if (impl == Impl.VECTOR && ModuleLayer.boot().findModule(VECTOR_MODULE).isEmpty()) {
+            throw new IllegalStateException("the Vector API kernels need --add-modules " + VECTOR_MODULE);
+        }
+        if (count == 0) {
+            return;
+        }
+        if (impl == Impl.VECTOR) {
+            reduceVector(dst, a, b, count, type, op);
+        } else {
+            reduceScalar(dst, a, b, count, type, op);
+        }
+    }
+
+    /**
+     * The Vector API kernels, whatever the setting says: arguments already checked, {@code count > 0},
+     * the module present. For tests and benchmarks.
+     */
+    static void reduceVector(MemorySegment dst, MemorySegment a, MemorySegment b, long count,
+                             DataType type, ReduceOp op) {
+        VectorKernels.reduce(dst, a, b, count, type, op);
+    }
+
+    /** The outcome of {@link #choose}: whether to use the Vector API, and what to log (message may be null). */
+    record Choice(boolean vector, Log.Level level, String message) {
+    }
+
+    /**
+     * The decision behind {@link #vectorized()}, from the {@code JCCL_REDUCE_VECTOR} value and
+     * whether the module is in the boot layer. Separate so that tests can cover every case. An
+     * invalid value is warned about and treated as auto (this runs in a class initialiser, where an
+     * exception would make every later reduction fail with NoClassDefFoundError).
+     */
+    static Choice choose(String setting, boolean modulePresent) {
+        String v = setting == null ? "auto" : setting.trim().toLowerCase(Locale.ROOT);
+        String enable = "add --add-modules " + VECTOR_MODULE + " to the java command line to enable them";
+        return switch (v) {
+            case "auto", "" -> modulePresent ? new Choice(true, Log.Level.INFO, null)
+                    : new Choice(false, Log.Level.INFO, "reduction kernels: scalar; the Vector API module "
+                            + VECTOR_MODULE + " is absent (" + enable + ")");
+            case "1", "true", "yes", "on" -> modulePresent ? new Choice(true, Log.Level.INFO, null)
+                    : new Choice(false, Log.Level.WARN, "JCCL_REDUCE_VECTOR=" + setting + " but the module "
+                            + VECTOR_MODULE + " is absent: using the scalar reduction kernels (" + enable + ")");
+            case "0", "false", "no", "off" -> new Choice(false, Log.Level.INFO,
+                    "reduction kernels: scalar (JCCL_REDUCE_VECTOR=" + setting + ")");
+            default -> new Choice(modulePresent, Log.Level.WARN, "JCCL_REDUCE_VECTOR=" + setting
+                    + " is not valid (expected auto, 1 or 0); treating it as auto");
+        };
     }
 
     /**
@@ -72,6 +208,24 @@ public final class Reductions {
         if (count == 0) {
             return;
         }
+        // Heap segments take the scalar kernels even when the Vector API ones are on: the Vector API
+        // reads segments through JDK code whose type profile is shared by every caller, and heap
+        // segments of a few array types (each its own class) made the native-memory loops ~4x slower
+        // than scalar once they had passed through it. Native and mapped segments keep it fast.
+        if (VECTOR && (VECTOR_16BIT_FLOATS || (type != DataType.FLOAT16 && type != DataType.BFLOAT16))
+                && dst.isNative() && a.isNative() && b.isNative()) {
+            VectorKernels.reduce(dst, a, b, count, type, op);
+        } else {
+            reduceScalar(dst, a, b, count, type, op);
+        }
+    }
+
+    /**
+     * The scalar kernels, whatever {@link #vectorized()} says: arguments already checked. Also the
+     * reference the Vector API kernels are tested against, and what they run on their tails.
+     */
+    static void reduceScalar(MemorySegment dst, MemorySegment a, MemorySegment b, long count,
+                             DataType type, ReduceOp op) {
         // One switch per call picks the type's driver; it picks the operator's loop once per chunk.
         switch (type) {
             case INT8 -> Kernels.reduceInt8(dst, a, b, count, op);
