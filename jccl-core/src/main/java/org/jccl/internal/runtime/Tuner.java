@@ -175,9 +175,8 @@ public final class Tuner {
      * output (n blocks); allToAll one rank's send buffer (n blocks). With p the largest power of two
      * not above n and "fold" the extra step pair of non-powers of two:
      * <ul>
-     * <li>allReduce ring: 2(n-1) alpha + (n-1)/n m (beta + beta + gamma); with S &gt; 1 slices per chunk
- *     (m/n above the chunk size) the reduce-scatter's beta + gamma becomes max(beta, gamma) +
- *     min(beta, gamma)/S, since reducing slice k overlaps receiving slice k+1</li>
+     * <li>allReduce ring: 2(n-1) alpha + (n-1)/n m (2 beta + gamma) (no credit for pipelining: transfer and
+ *     reduction share the rank's CPU on these transports)</li>
      * <li>allReduce rd: k (alpha + m beta) + k' m gamma, k = log2 p (+2 fold), k' = log2 p (+1 fold)</li>
      * <li>allReduce rabenseifner: 2 log2 p alpha + 2(p-1)/p m beta + (p-1)/p m gamma (+ fold 2 (alpha + m beta) + m gamma)</li>
      * <li>allGather ring: (n-1)(alpha + m/n beta); rd: log2 p alpha + (p-1)/p m beta (+ fold 2 alpha + (m + m/n) beta);
@@ -201,10 +200,11 @@ public final class Tuner {
             case ALLREDUCE -> {
                 switch (algo) {
                     case RING -> {
-                        // Pipelined: with S > 1 slices per chunk, reducing slice k overlaps receiving slice k+1.
-                        double s = Math.max(1, Math.ceil(m / n / chunkBytes));
-                        double rs = s > 1 ? Math.max(b, g) + Math.min(b, g) / s : b + g;
-                        return 2.0 * (n - 1) * a + (double) (n - 1) / n * m * (rs + b);
+                        // The ring pipelines reducing slice k with receiving slice k+1, but on the CPU
+                        // transports both run on the rank's cores (TCP's copies are kernel CPU time,
+                        // LOCAL's are memcpy), so the model adds them: measured, the ring did not beat
+                        // Rabenseifner at 2 or 4 ranks at any size (docs/PERFORMANCE.md).
+                        return 2.0 * (n - 1) * a + (double) (n - 1) / n * m * (2 * b + g);
                     }
                     case RD -> {
                         int k = lp + (fold ? 2 : 0);

@@ -28,15 +28,24 @@ class TunerTest {
 
     @Test
     void allReduceSwitchesFromRdToRabenseifnerAtFourRanks() {
-        // n = 4: rd 2a + 2m(b+g); rabenseifner 4a + 1.5mb + 0.75mg; ring 6a + 1.5mb + 0.75mg (never below rabenseifner)
-        // rd = rabenseifner at m = 2a / (0.5b + 1.25g) = 11429 B; once a ring chunk (m/4) spans two
-        // slices (m > 2 MiB) the ring's pipelining (reduce-scatter max(b,g) + min(b,g)/S per byte) beats both
+        // n = 4: rd 2a + 2m(b+g); rabenseifner 4a + 1.5mb + 0.75mg; ring 6a + 1.5mb + 0.75mg (never below rabenseifner
+        // at a power of two); rd = rabenseifner at m = 2a / (0.5b + 1.25g) = 11429 B
         Tuner t = tuner(4, null);
         assertEquals(Algo.RD, allReduce(t, 8));
         assertEquals(Algo.RD, allReduce(t, 11_000));
         assertEquals(Algo.RABENSEIFNER, allReduce(t, 12_000));
-        assertEquals(Algo.RABENSEIFNER, allReduce(t, 2L << 20));
-        assertEquals(Algo.RING, allReduce(t, (2L << 20) + 16));
+        assertEquals(Algo.RABENSEIFNER, allReduce(t, 64L << 20));
+    }
+
+    @Test
+    void allReduceAtSixRanksGoesRdThenRabenseifnerThenRing() {
+        // n = 6 (p = 4, folded): rd 4a + 4mb + 3mg; rabenseifner 6a + 3.5mb + 1.75mg; ring 10a + 5/3 mb + 5/6 mg
+        // rd = rabenseifner at 2a / (0.5b + 1.25g) = 11429 B; rabenseifner = ring at 4a / (11/6 b + 11/12 g) = 14545 B
+        Tuner t = tuner(6, null);
+        assertEquals(Algo.RD, allReduce(t, 11_000));
+        assertEquals(Algo.RABENSEIFNER, allReduce(t, 12_000));
+        assertEquals(Algo.RABENSEIFNER, allReduce(t, 14_000));
+        assertEquals(Algo.RING, allReduce(t, 15_000));
         assertEquals(Algo.RING, allReduce(t, 64L << 20));
     }
 
