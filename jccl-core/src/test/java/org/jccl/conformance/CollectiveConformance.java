@@ -81,10 +81,20 @@ public abstract class CollectiveConformance {
         comms.clear();
     }
 
-    static Stream<Arguments> ranksAndCounts() {
+    /** Rank counts of the sweep; subclasses may widen or narrow it. */
+    protected int[] ranks() {
+        return RANKS;
+    }
+
+    /** Element counts of the sweep. */
+    protected long[] counts() {
+        return COUNTS;
+    }
+
+    Stream<Arguments> ranksAndCounts() {
         List<Arguments> a = new ArrayList<>();
-        for (int n : RANKS) {
-            for (long c : COUNTS) {
+        for (int n : ranks()) {
+            for (long c : counts()) {
                 a.add(Arguments.of(n, c));
             }
         }
@@ -370,8 +380,8 @@ public abstract class CollectiveConformance {
         }
     }
 
-    static Stream<Integer> rankCounts() {
-        return java.util.Arrays.stream(RANKS).boxed();
+    Stream<Integer> rankCounts() {
+        return java.util.Arrays.stream(ranks()).boxed();
     }
 
     @ParameterizedTest(name = "allToAllv via send/recv and collective n={0}")

@@ -22,17 +22,23 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class ManyRanksTest {
 
-    @ParameterizedTest(name = "{0} ranks, local disabled={1}")
-    @CsvSource({"16, 0", "33, 0", "64, 0", "17, 1", "64, 1"})
+    @ParameterizedTest(name = "{0} ranks, local disabled={1}, JCCL_ALGO={2}")
+    @CsvSource(value = {"16, 0, ''", "33, 0, ''", "64, 0, ''", "17, 1, ''", "64, 1, ''",
+        "33, 0, allreduce:rabenseifner;allgather:bruck;alltoall:bruck;broadcast:scatter_allgather",
+        "64, 0, allreduce:rabenseifner;allgather:rd;alltoall:bruck;broadcast:scatter_allgather",
+        "17, 1, allreduce:rd;allgather:rd;broadcast:scatter_allgather"}, delimiter = ',', quoteCharacter = '\'')
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void everyCollective(int n, int tcp) {
+    void everyCollective(int n, int tcp, String algo) {
         Config cfg = Config.defaults().with("JCCL_LOCAL_DISABLE", Integer.toString(tcp));
+        if (algo != null && !algo.isBlank()) {
+            cfg = cfg.with("JCCL_ALGO", algo);
+        }
         List<Communicator> comms = Jccl.initLocal(n, cfg);
         try {
             Ranks.run(comms, Duration.ofSeconds(240), c -> {
                 int me = c.rank();
                 for (int count : new int[] {0, 1, 7, 1000}) {
-                    // allReduce (recursive doubling for these sizes) and the ring, forced by a big message below
+                    // allReduce: the tuner's choice (or JCCL_ALGO's) for these sizes, and for a bigger message below
                     long[] x = new long[count];
                     java.util.Arrays.fill(x, me + 1);
                     c.allReduce(Buffer.of(x), ReduceOp.SUM);
@@ -86,7 +92,7 @@ class ManyRanksTest {
                 for (int i = 0; i < n; i++) {
                     assertEquals(i * 100 + me, recv[i * 3 + 2], "allToAll from " + i);
                 }
-                // ring all-reduce at 64 ranks: a message above the recursive-doubling threshold
+                // a bigger all-reduce: ring or rabenseifner by the tuner at these rank counts
                 float[] big = new float[40_000];
                 java.util.Arrays.fill(big, 1f);
                 c.allReduce(big, ReduceOp.SUM);

@@ -58,4 +58,19 @@ final class Chunks {
         return sliceElems;
     }
 
+    /** Number of chunks. */
+    int count() {
+        return offset.length;
+    }
+
+    /** First element of chunks [lo, hi) (contiguous: chunks are laid out in order). */
+    long rangeOffset(int lo) {
+        return offset[lo];
+    }
+
+    /** Elements in chunks [lo, hi). */
+    long rangeLength(int lo, int hi) {
+        return hi <= lo ? 0 : offset[hi - 1] + length[hi - 1] - offset[lo];
+    }
+
 }

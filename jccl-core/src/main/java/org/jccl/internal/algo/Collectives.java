@@ -9,6 +9,7 @@ import org.jccl.internal.reduce.Reductions;
 import org.jccl.internal.runtime.AlgoSelector.Algo;
 import org.jccl.internal.runtime.AlgoSelector.Coll;
 import org.jccl.internal.runtime.OpContext;
+import org.jccl.internal.runtime.Tuner;
 import org.jccl.spi.P2pRequest;
 
 /**
@@ -17,15 +18,20 @@ import org.jccl.spi.P2pRequest;
  * native segments already validated and staged by the runtime.
  *
  * <ul>
- * <li>allReduce: recursive doubling up to {@code JCCL_RD_THRESHOLD} bytes (log2 n steps, latency
- *     bound), else a pipelined ring: reduce-scatter then all-gather, 2(n-1) steps, each chunk cut
- *     into {@code JCCL_CHUNK_SIZE} slices so that receiving slice k+1 overlaps reducing slice k and a
- *     slice moves on to the next rank as soon as it is reduced.</li>
- * <li>allGather and reduceScatter: the two halves of that ring.</li>
- * <li>broadcast and reduce: binomial trees, pipelined by slices.</li>
- * <li>allToAll(v): pairwise exchange, step i sends to rank+i and receives from rank-i.</li>
+ * <li>allReduce: recursive doubling (log2 n steps, latency bound), Rabenseifner (reduce-scatter by
+ *     recursive halving, all-gather by recursive doubling), or a pipelined ring: reduce-scatter then
+ *     all-gather, 2(n-1) steps, each chunk cut into {@code JCCL_CHUNK_SIZE} slices so that receiving
+ *     slice k+1 overlaps reducing slice k and a slice moves on to the next rank as soon as it is reduced.</li>
+ * <li>allGather: ring, recursive doubling or Bruck. reduceScatter: the first half of the ring.</li>
+ * <li>broadcast: binomial tree pipelined by slices, or binomial scatter + all-gather. reduce: binomial tree.</li>
+ * <li>allToAll: pairwise exchange (step i sends to rank+i and receives from rank-i) or Bruck;
+ *     allToAllv: pairwise.</li>
  * <li>gather, scatter: direct to/from the root. barrier: dissemination (log2 n rounds of empty messages).</li>
  * </ul>
+ * Where a collective has several algorithms the {@link Tuner} picks one from its cost model, within
+ * what {@code JCCL_ALGO} allows. Recursive doubling and Rabenseifner fold non-powers of two: the
+ * first 2(n-p) ranks pair up (p the largest power of two not above n), the even one of each pair
+ * hands its data to the odd one and sits out while p ranks run the core, and gets the result back.
  * Every rank of a collective computes the same message sizes and order from the same arguments,
  * which is what lets connections match messages in FIFO order without tags.
  */
@@ -46,10 +52,14 @@ public final class Collectives {
     public static void allReduce(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         long bytes = t.bytes(count);
         int n = ctx.size();
-        Algo algo = n == 1 || count == 0 || bytes <= ctx.rdThreshold() || count < n
-                ? ctx.algorithms().choose(Coll.ALLREDUCE, Algo.RD, Algo.RING)
-                : ctx.algorithms().choose(Coll.ALLREDUCE, Algo.RING, Algo.RD);
-        if (algo == Algo.RING && n > 1 && count > 0) {
+        if (n == 1 || count == 0) {
+            if (bytes > 0 && !same(s, r)) {
+                MemorySegment.copy(s, 0, r, 0, bytes);
+            }
+            return;
+        }
+        Algo algo = chooseAllReduce(ctx, bytes);
+        if (algo == Algo.RING) {
             // No initial copy: the ring reads the caller's send buffer and writes reductions into recv.
             Chunks ch = Chunks.balanced(count, n, ctx.chunkBytes() / t.size());
             List<P2pRequest> gatherSends = new ArrayList<>();
@@ -60,9 +70,27 @@ public final class Collectives {
         if (!same(s, r)) {
             MemorySegment.copy(s, 0, r, 0, bytes);
         }
-        if (n > 1 && count > 0) {
+        if (algo == Algo.RABENSEIFNER) {
+            rabenseifnerAllReduce(ctx, r, count, t, op);
+        } else {
             recursiveDoublingAllReduce(ctx, r, count, t, op);
         }
+    }
+
+    /** JCCL_RD_THRESHOLD, when set, splits rd from the rest; the tuner picks within what is left. */
+    private static Algo chooseAllReduce(OpContext ctx, long bytes) {
+        Tuner tu = ctx.tuner();
+        long thr = ctx.rdThreshold();
+        if (thr >= 0) {
+            if (bytes <= thr && tu.selector().allowed(Coll.ALLREDUCE, Algo.RD)) {
+                return Algo.RD;
+            }
+            if (bytes > thr && (tu.selector().allowed(Coll.ALLREDUCE, Algo.RING)
+                    || tu.selector().allowed(Coll.ALLREDUCE, Algo.RABENSEIFNER))) {
+                return tu.choose(Coll.ALLREDUCE, bytes, Algo.RING, Algo.RABENSEIFNER);
+            }
+        }
+        return tu.choose(Coll.ALLREDUCE, bytes, Algo.RD, Algo.RABENSEIFNER, Algo.RING);
     }
 
     /** Whether two staged segments are the same memory (staging makes them native). */
@@ -115,6 +143,92 @@ public final class Collectives {
             }
         }
         Reductions.finishAvg(r, count, t, op, n);
+    }
+
+    /** Actual rank of core rank {@code v} of a fold over n ranks with {@code rem} extra ranks. */
+    private static int coreToRank(int v, int rem) {
+        return v < rem ? v * 2 + 1 : v + rem;
+    }
+
+    /** Posts a receive and a send (each skipped when empty: both sides compute the same lengths) and waits for both. */
+    private static void exchange(OpContext ctx, int peer, MemorySegment send, MemorySegment recv) {
+        P2pRequest rq = recv.byteSize() > 0 ? ctx.recv(peer, recv) : null;
+        P2pRequest sq = send.byteSize() > 0 ? ctx.send(peer, send) : null;
+        ctx.awaitAll(rq, sq);
+    }
+
+    /**
+     * Rabenseifner's all-reduce in place over {@code r}: the vector is cut into p balanced chunks;
+     * reduce-scatter by recursive halving (at each step a rank keeps half of its current range,
+     * sends the other half to its partner and reduces the partner's copy of the kept half into its
+     * own), after which core rank v holds chunk v fully reduced; then all-gather by recursive
+     * doubling (ranges double each step). Non-powers of two are folded as in recursive doubling.
+     * Moves 2(p-1)/p of the vector per rank instead of log2 p vectors.
+     */
+    static void rabenseifnerAllReduce(OpContext ctx, MemorySegment r, long count, DataType t, ReduceOp op) {
+        int n = ctx.size();
+        int rank = ctx.rank();
+        int esz = t.size();
+        long bytes = t.bytes(count);
+        int p = Integer.highestOneBit(n);
+        int rem = n - p;
+        MemorySegment tmp = ctx.scratch(0, bytes);
+        int vrank;
+        if (rank < 2 * rem) {
+            if ((rank & 1) == 0) {
+                ctx.await(ctx.send(rank + 1, r));
+                vrank = -1;
+            } else {
+                ctx.await(ctx.recv(rank - 1, tmp));
+                Reductions.reduce(r, tmp, count, t, op);
+                vrank = rank / 2;
+            }
+        } else {
+            vrank = rank - rem;
+        }
+        if (vrank >= 0) {
+            Chunks ch = Chunks.balanced(count, p, count);
+            int lo = 0;
+            int hi = p;
+            for (int mask = p >> 1; mask > 0; mask >>= 1) {
+                int partner = coreToRank(vrank ^ mask, rem);
+                int mid = lo + mask;
+                boolean lower = (vrank & mask) == 0;
+                int keepLo = lower ? lo : mid;
+                int keepHi = lower ? mid : hi;
+                int sendLo = lower ? mid : lo;
+                int sendHi = lower ? hi : mid;
+                long keepElems = ch.rangeLength(keepLo, keepHi);
+                MemorySegment keep = r.asSlice(ch.rangeOffset(keepLo) * esz, keepElems * esz);
+                MemorySegment give = r.asSlice(ch.rangeOffset(sendLo) * esz, ch.rangeLength(sendLo, sendHi) * esz);
+                MemorySegment in = tmp.asSlice(0, keepElems * esz);
+                exchange(ctx, partner, give, in);
+                if (keepElems > 0) {
+                    Reductions.reduce(keep, in, keepElems, t, op);
+                }
+                lo = keepLo;
+                hi = keepHi;
+            }
+            long own = ch.rangeLength(vrank, vrank + 1);
+            if (own > 0) {
+                Reductions.finishAvg(r.asSlice(ch.rangeOffset(vrank) * esz, own * esz), own, t, op, n);
+            }
+            for (int mask = 1; mask < p; mask <<= 1) {
+                int vp = vrank ^ mask;
+                int base = vrank & ~(mask - 1);
+                int pbase = vp & ~(mask - 1);
+                MemorySegment mine = r.asSlice(ch.rangeOffset(base) * esz, ch.rangeLength(base, base + mask) * esz);
+                MemorySegment theirs = r.asSlice(ch.rangeOffset(pbase) * esz, ch.rangeLength(pbase, pbase + mask) * esz);
+                exchange(ctx, coreToRank(vp, rem), mine, theirs);
+            }
+        }
+        if (rank < 2 * rem) {
+            if ((rank & 1) == 1) {
+                ctx.await(ctx.send(rank - 1, r));
+            } else {
+                ctx.await(ctx.recv(rank + 1, r));
+            }
+        }
     }
 
     /**
@@ -226,7 +340,116 @@ public final class Collectives {
         }
         // Bytes as the element type: the split is the same on every rank.
         Chunks ch = Chunks.equal(bytesPerRank, n, ctx.chunkBytes());
-        ringAllGather(ctx, r, ch, 1, rank, new ArrayList<>());
+        allGatherChunks(ctx, r, ch, 0, ctx.tuner().choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK));
+    }
+
+    /**
+     * All-gather in place over {@code w} (bytes) where chunk c belongs to the rank c + shift (mod n):
+     * shift 0 for allGather, the root for the all-gather stage of a broadcast.
+     */
+    private static void allGatherChunks(OpContext ctx, MemorySegment w, Chunks ch, int shift, Algo algo) {
+        int v = mod(ctx.rank() - shift, ctx.size());
+        switch (algo) {
+            case RD -> rdAllGather(ctx, w, ch, shift);
+            case BRUCK -> bruckAllGather(ctx, w, ch, shift);
+            default -> ringAllGather(ctx, w, ch, 1, v, new ArrayList<>());
+        }
+    }
+
+    /** Bytes of chunks [lo, hi) of w. */
+    private static MemorySegment range(MemorySegment w, Chunks ch, int lo, int hi) {
+        return w.asSlice(ch.rangeOffset(lo), ch.rangeLength(lo, hi));
+    }
+
+    /**
+     * Recursive-doubling all-gather (bytes) with the fold: in core step k a rank swaps its 2^k
+     * chunks with its partner's, so the core needs log2 p steps; with folding, core rank v holds the
+     * chunks of both ranks of its pair, which are adjacent, so every message is one contiguous range.
+     */
+    static void rdAllGather(OpContext ctx, MemorySegment w, Chunks ch, int shift) {
+        int n = ctx.size();
+        int v = mod(ctx.rank() - shift, n);
+        int p = Integer.highestOneBit(n);
+        int rem = n - p;
+        int vr;
+        if (v < 2 * rem) {
+            if ((v & 1) == 0) {
+                MemorySegment mine = range(w, ch, v, v + 1);
+                if (mine.byteSize() > 0) {
+                    ctx.await(ctx.send(mod(v + 1 + shift, n), mine));
+                }
+                vr = -1;
+            } else {
+                MemorySegment theirs = range(w, ch, v - 1, v);
+                if (theirs.byteSize() > 0) {
+                    ctx.await(ctx.recv(mod(v - 1 + shift, n), theirs));
+                }
+                vr = v / 2;
+            }
+        } else {
+            vr = v - rem;
+        }
+        if (vr >= 0) {
+            for (int mask = 1; mask < p; mask <<= 1) {
+                int vp = vr ^ mask;
+                int base = vr & ~(mask - 1);
+                int pbase = vp & ~(mask - 1);
+                MemorySegment mine = range(w, ch, coreFirst(base, rem), coreFirst(base + mask, rem));
+                MemorySegment theirs = range(w, ch, coreFirst(pbase, rem), coreFirst(pbase + mask, rem));
+                exchange(ctx, mod(coreToRank(vp, rem) + shift, n), mine, theirs);
+            }
+        }
+        if (v < 2 * rem) {
+            MemorySegment all = range(w, ch, 0, n);
+            if (all.byteSize() > 0) {
+                if ((v & 1) == 1) {
+                    ctx.await(ctx.send(mod(v - 1 + shift, n), all));
+                } else {
+                    ctx.await(ctx.recv(mod(v + 1 + shift, n), all));
+                }
+            }
+        }
+    }
+
+    /** First (virtual) rank, hence chunk, of core rank c in a fold with rem extra ranks (c may be p: n). */
+    private static int coreFirst(int c, int rem) {
+        return c < rem ? 2 * c : c + rem;
+    }
+
+    /**
+     * Bruck all-gather (bytes), in place: at step k (d = 2^k) rank v sends the min(d, n-d) chunks
+     * starting at its own to v - d and receives those starting at v + d from v + d, so after
+     * ceil(log2 n) steps it holds all n. The chunks are read and written where they belong in
+     * {@code w} (a cyclic range that wraps is sent as two messages, split identically on both
+     * sides), so there is no rotation copy.
+     */
+    static void bruckAllGather(OpContext ctx, MemorySegment w, Chunks ch, int shift) {
+        int n = ctx.size();
+        int v = mod(ctx.rank() - shift, n);
+        List<P2pRequest> rs = new ArrayList<>(4);
+        for (int d = 1; d < n; d <<= 1) {
+            int cnt = Math.min(d, n - d);
+            int from = mod(v + d + shift, n);
+            int to = mod(v - d + shift, n);
+            int rstart = mod(v + d, n);
+            postCyclic(ctx, rs, from, w, ch, rstart, cnt, false);
+            postCyclic(ctx, rs, to, w, ch, v, cnt, true);
+            ctx.awaitAll(rs);
+        }
+    }
+
+    /** Posts the chunks [start, start + cnt) mod n as one or two messages (empty parts skipped). */
+    private static void postCyclic(OpContext ctx, List<P2pRequest> rs, int peer, MemorySegment w, Chunks ch, int start, int cnt,
+                                   boolean send) {
+        int n = ch.count();
+        int end1 = Math.min(start + cnt, n);
+        MemorySegment a = range(w, ch, start, end1);
+        MemorySegment b = range(w, ch, 0, start + cnt - end1);
+        for (MemorySegment x : new MemorySegment[] {a, b}) {
+            if (x.byteSize() > 0) {
+                rs.add(send ? ctx.send(peer, x) : ctx.recv(peer, x));
+            }
+        }
     }
 
     public static void reduceScatter(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
@@ -277,6 +500,10 @@ public final class Collectives {
         if (n == 1 || bytes == 0) {
             return;
         }
+        if (ctx.tuner().choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER) == Algo.SCATTER_ALLGATHER) {
+            scatterAllGatherBroadcast(ctx, r, bytes, root);
+            return;
+        }
         List<Integer> children = new ArrayList<>();
         int parent = tree(rank, root, n, children);
         Chunks ch = Chunks.equal(bytes, 1, ctx.chunkBytes());
@@ -301,6 +528,41 @@ public final class Collectives {
             }
         }
         ctx.awaitAll(sends);
+    }
+
+    /**
+     * Broadcast as a binomial scatter of n balanced chunks (chunk c to the rank c + root) followed by
+     * an all-gather of those chunks (ring, recursive doubling or Bruck, as the tuner picks for an
+     * all-gather of that size): about 2 (n-1)/n of the message per rank instead of the tree's
+     * log2 n at the root.
+     */
+    static void scatterAllGatherBroadcast(OpContext ctx, MemorySegment r, long bytes, int root) {
+        int n = ctx.size();
+        int v = mod(ctx.rank() - root, n);
+        Chunks ch = Chunks.balanced(bytes, n, ctx.chunkBytes());
+        // Subtree of v in the binomial tree rooted at 0: [v, v + lowbit(v)); its chunks arrive from v - lowbit(v).
+        int top;
+        if (v == 0) {
+            top = Integer.highestOneBit(n - 1) << 1;
+        } else {
+            top = Integer.lowestOneBit(v);
+            MemorySegment mine = range(r, ch, v, Math.min(v + top, n));
+            if (mine.byteSize() > 0) {
+                ctx.await(ctx.recv(mod(v - top + root, n), mine));
+            }
+        }
+        List<P2pRequest> sends = new ArrayList<>();
+        for (int mask = top >> 1; mask > 0; mask >>= 1) {
+            int c = v + mask;
+            if (c < n) {
+                MemorySegment sub = range(r, ch, c, Math.min(c + mask, n));
+                if (sub.byteSize() > 0) {
+                    sends.add(ctx.send(mod(c + root, n), sub));
+                }
+            }
+        }
+        ctx.awaitAll(sends);
+        allGatherChunks(ctx, r, ch, root, ctx.tuner().choose(Coll.ALLGATHER, bytes, Algo.RING, Algo.RD, Algo.BRUCK));
     }
 
     public static void reduce(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op, int root) {
@@ -369,6 +631,11 @@ public final class Collectives {
     public static void allToAll(OpContext ctx, MemorySegment s, MemorySegment r, long block) {
         int n = ctx.size();
         int rank = ctx.rank();
+        if (n > 1 && block > 0
+                && ctx.tuner().choose(Coll.ALLTOALL, block * n, Algo.PAIRWISE, Algo.BRUCK) == Algo.BRUCK) {
+            bruckAllToAll(ctx, s, r, block);
+            return;
+        }
         MemorySegment src = s;
         if (s.address() == r.address() && s.isNative() == r.isNative() && n > 1) {
             // In place: every block is overwritten by the receive from its rank, so send from a copy.
@@ -386,6 +653,49 @@ public final class Collectives {
             ctx.await(rq);
             ctx.await(sq);
         }
+    }
+
+    /**
+     * Bruck all-to-all: rotate so that position i holds the block for rank + i; in step k every
+     * block whose position has bit k set is packed, sent to rank + 2^k and replaced by what arrives
+     * from rank - 2^k (a block at position i travels i ranks in total); finally position i holds the
+     * block from rank - i. ceil(log2 n) messages instead of n - 1, each about half the buffer.
+     * The send buffer is read only by the first rotation, so in place needs nothing more.
+     */
+    static void bruckAllToAll(OpContext ctx, MemorySegment s, MemorySegment r, long block) {
+        int n = ctx.size();
+        int rank = ctx.rank();
+        long total = block * n;
+        MemorySegment tmp = ctx.scratch(1, total);
+        MemorySegment.copy(s, block * rank, tmp, 0, block * (n - rank));
+        MemorySegment.copy(s, 0, tmp, block * (n - rank), block * rank);
+        MemorySegment out = ctx.scratch(2, total / 2 + block);
+        MemorySegment in = ctx.scratch(3, total / 2 + block);
+        for (int d = 1; d < n; d <<= 1) {
+            long k = 0;
+            for (int i = 0; i < n; i++) {
+                if ((i & d) != 0) {
+                    MemorySegment.copy(tmp, block * i, out, block * k++, block);
+                }
+            }
+            exchangeTo(ctx, mod(rank + d, n), out.asSlice(0, block * k), mod(rank - d, n), in.asSlice(0, block * k));
+            k = 0;
+            for (int i = 0; i < n; i++) {
+                if ((i & d) != 0) {
+                    MemorySegment.copy(in, block * k++, tmp, block * i, block);
+                }
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            MemorySegment.copy(tmp, block * i, r, block * mod(rank - i, n), block);
+        }
+    }
+
+    private static void exchangeTo(OpContext ctx, int to, MemorySegment send, int from, MemorySegment recv) {
+        P2pRequest rq = ctx.recv(from, recv);
+        P2pRequest sq = ctx.send(to, send);
+        ctx.await(rq);
+        ctx.await(sq);
     }
 
     public static void allToAllv(OpContext ctx, MemorySegment s, long[] sc, long[] sd, MemorySegment r, long[] rc, long[] rd,

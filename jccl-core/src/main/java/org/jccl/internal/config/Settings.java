@@ -49,9 +49,11 @@ public final class Settings {
             "1 disables the in-JVM transport between ranks of one JVM (they then use TCP over loopback)");
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
-                    + " names: ring, rd (recursive doubling), tree, pairwise, direct");
-    public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, "64K", 0, 1L << 40,
-            "all-reduce messages up to this size use recursive doubling (latency-bound), larger ones the pipelined ring");
+                    + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather;"
+                    + " unset: the tuner picks the cheapest by its cost model");
+    public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, null, 0, 1L << 40,
+            "if set: all-reduce messages up to this size use recursive doubling, larger ones ring or rabenseifner (the tuner picks);"
+                    + " unset: the tuner picks among all three");
     public static final Setting IDLE_SPIN_US = Setting.define("JCCL_IDLE_SPIN_US", null, INT, "200", 0, 100_000_000,
             "while waiting for a peer: microseconds of busy polling before yielding the CPU");
     public static final Setting IDLE_SPIN_YIELD_US = Setting.define("JCCL_IDLE_SPIN_YIELD_US", null, INT, "0", 0, 100_000_000,

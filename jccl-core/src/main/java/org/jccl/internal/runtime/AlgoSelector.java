@@ -16,9 +16,24 @@ import org.jccl.ConfigException;
  */
 public final class AlgoSelector {
 
-    /** Algorithms jccl implements. */
+    /** Algorithms jccl implements, by their JCCL_ALGO token. */
     public enum Algo {
-        RING("ring"), RD("rd"), TREE("tree"), PAIRWISE("pairwise"), DIRECT("direct");
+        /** Pipelined ring (allReduce, allGather, reduceScatter). */
+        RING("ring"),
+        /** Recursive doubling (allReduce, allGather); alias recursive_doubling. */
+        RD("rd"),
+        /** Binomial tree (broadcast, reduce). */
+        TREE("tree"),
+        /** Pairwise exchange (allToAll). */
+        PAIRWISE("pairwise"),
+        /** Direct to/from the root (gather, scatter). */
+        DIRECT("direct"),
+        /** Reduce-scatter by recursive halving + all-gather by recursive doubling (allReduce). */
+        RABENSEIFNER("rabenseifner"),
+        /** Bruck's log2 n-step algorithms (allGather, allToAll). */
+        BRUCK("bruck"),
+        /** Binomial scatter + all-gather (broadcast); the all-gather stage is the allGather choice. */
+        SCATTER_ALLGATHER("scatter_allgather");
 
         final String token;
 
@@ -26,18 +41,34 @@ public final class AlgoSelector {
             this.token = token;
         }
 
+        /** The JCCL_ALGO name. */
+        public String token() {
+            return token;
+        }
+
         static Algo parse(String t, String spec) {
-            String x = t.trim().toLowerCase(Locale.ROOT);
-            if (x.equals("recursive_doubling") || x.equals("recursivedoubling")) {
-                return RD;
+            String x = t.trim().toLowerCase(Locale.ROOT).replace('-', '_');
+            switch (x) {
+                case "recursive_doubling", "recursivedoubling" -> {
+                    return RD;
+                }
+                case "scatterallgather", "scatter_ag" -> {
+                    return SCATTER_ALLGATHER;
+                }
+                default -> {
+                }
             }
             for (Algo a : values()) {
                 if (a.token.equals(x)) {
                     return a;
                 }
             }
+            StringBuilder names = new StringBuilder();
+            for (Algo a : values()) {
+                names.append(names.isEmpty() ? "" : ", ").append(a.token);
+            }
             throw new ConfigException("JCCL_ALGO='" + spec + "' names algorithm '" + t.trim()
-                    + "', which jccl does not have; use ring, rd, tree, pairwise or direct");
+                    + "', which jccl does not have; allowed names: " + names + " (recursive_doubling for rd)");
         }
     }
 
@@ -113,7 +144,8 @@ public final class AlgoSelector {
     }
 
     /**
-     * The first of {@code preference} that is allowed for {@code coll}.
+     * The first of {@code preference} that is allowed for {@code coll}. For collectives with a single
+     * algorithm; the others ask the {@link Tuner}.
      *
      * @throws ConfigException when JCCL_ALGO excludes every algorithm this collective has
      */

@@ -58,6 +58,7 @@ public final class CommunicatorImpl implements Communicator {
     private final long chunkBytes;
     private final long rdThreshold;
     private final AlgoSelector algorithms;
+    private final Tuner tuner;
 
     private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
     private final Object submitLock = new Object();
@@ -92,7 +93,7 @@ public final class CommunicatorImpl implements Communicator {
         this.endpoints = endpoints;
         this.transportContext = transportContext;
         this.chunkBytes = Settings.CHUNK_SIZE.getLong(config);
-        this.rdThreshold = Settings.SMALL_MSG_BYTES.getLong(config);
+        this.rdThreshold = Settings.SMALL_MSG_BYTES.raw(config) == null ? -1 : Settings.SMALL_MSG_BYTES.getLong(config);
         this.algorithms = AlgoSelector.parse(Settings.ALGO.getString(config));
         this.transportOf = new Transport[size];
         for (int p = 0; p < size; p++) {
@@ -113,6 +114,10 @@ public final class CommunicatorImpl implements Communicator {
             if (Log.enabled(Log.Level.INFO, Log.Subsys.INIT)) {
                 Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " -> rank " + p + " via " + transportOf[p].name());
             }
+        }
+        this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports(transports, peers)), rank);
+        if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
+            Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model());
         }
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
@@ -153,6 +158,32 @@ public final class CommunicatorImpl implements Communicator {
 
     AlgoSelector algorithms() {
         return algorithms;
+    }
+
+    Tuner tuner() {
+        return tuner;
+    }
+
+    /**
+     * The names of the transports any pair of ranks uses, derived from the peer table alone (what
+     * every address offers and every transport's canConnect), so that every rank computes the same
+     * set and hence makes the same tuning choices.
+     */
+    static java.util.Set<String> pairTransports(List<Transport> transports, PeerInfo[] peers) {
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        for (int i = 0; i < peers.length; i++) {
+            for (int j = i + 1; j < peers.length; j++) {
+                for (Transport t : transports) {
+                    String name = t.name();
+                    if (peers[i].addresses().containsKey(name) && peers[j].addresses().containsKey(name)
+                            && t.canConnect(peers[i], peers[j])) {
+                        names.add(name);
+                        break;
+                    }
+                }
+            }
+        }
+        return names;
     }
 
     Config config() {
@@ -728,6 +759,15 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     // ------------------------------------------------------------------------------------------ submission
+
+    /**
+     * Runs {@code body} as an operation of its own, in issue order with the collectives; for
+     * measurements from inside an operation (TunerCalibration), where point-to-point costs are what
+     * algorithms see, without the per-operation submission.
+     */
+    Work submitRaw(String name, LambdaOp.Body body) {
+        return submit(new LambdaOp(name, 0, null, null, -1, body), null);
+    }
 
     private Staging staging() {
         ensureUsable();

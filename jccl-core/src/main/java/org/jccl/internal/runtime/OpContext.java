@@ -73,7 +73,7 @@ public final class OpContext {
         return comm.chunkBytes();
     }
 
-    /** All-reduce messages up to this many bytes use recursive doubling ({@code JCCL_RD_THRESHOLD}). */
+    /** All-reduce messages up to this many bytes use recursive doubling ({@code JCCL_RD_THRESHOLD}); -1 when unset (the tuner decides). */
     public long rdThreshold() {
         return comm.rdThreshold();
     }
@@ -81,6 +81,11 @@ public final class OpContext {
     /** Which algorithm names are allowed for a collective (from {@code JCCL_ALGO}). */
     public AlgoSelector algorithms() {
         return comm.algorithms();
+    }
+
+    /** The cost-model tuner that picks algorithms (honouring {@code JCCL_ALGO}). */
+    public Tuner tuner() {
+        return comm.tuner();
     }
 
     void begin(Op op) {

@@ -1,0 +1,272 @@
+package org.jccl.internal.runtime;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jccl.ConfigException;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.runtime.AlgoSelector.Algo;
+import org.jccl.internal.runtime.AlgoSelector.Coll;
+
+/**
+ * Picks the algorithm of a collective from an alpha-beta-gamma cost model: a message of m bytes
+ * between two ranks costs {@code alpha + m * beta}, reducing m bytes into a buffer costs
+ * {@code m * gamma}, and copying m bytes locally {@code m * copy}. Each algorithm's cost is the sum
+ * over its steps (see {@link #cost}); the cheapest one that {@code JCCL_ALGO} allows wins. Every
+ * rank computes the same choice from the same arguments (the model is that of the slowest transport
+ * any pair of ranks of the communicator uses, which every rank derives from the same peer table),
+ * which is what keeps the ranks' message sequences matched.
+ *
+ * <p>Each choice is logged once per (collective, power-of-two size class) at INFO under
+ * {@code TUNING}, with the model's estimate of every candidate.
+ */
+public final class Tuner {
+
+    /**
+     * Constants of one transport, in seconds and seconds per byte.
+     *
+     * @param transport the transport name ({@code Transport.name()})
+     * @param alpha latency of one message (post to completion, one way)
+     * @param beta seconds per byte moved between two ranks
+     * @param gamma seconds per byte of a reduction (float32 sum, dst op= src, out of cache)
+     * @param copy seconds per byte of a local copy (out of cache)
+     */
+    public record Model(String transport, double alpha, double beta, double gamma, double copy) {
+    }
+
+    /*
+     * Measured on this project's 2-core development machine (Linux x86_64, Temurin 25) on
+     * 2026-11-21 ~08:25 UTC with TunerCalibration (jccl-core test scope; how to run it is in its
+     * javadoc): two ranks of one JVM ping-pong inside one operation, alpha = half the 8-byte round
+     * trip, beta = the slope of half the round trip between 1 MiB and 16 MiB; gamma = a float32 SUM
+     * of 16 MiB into 16 MiB per byte; copy = MemorySegment.copy of 16 MiB per byte; each the least
+     * of three medians. Other jobs kept the load average at ~11 during the run: a second run
+     * agreed within ~20%, except LOCAL's 8-byte time, 202 us whenever both ranks' threads shared one
+     * core (the receiver spins 200 us before it yields), which is the host's oversubscription, not
+     * the transport. LOCAL: 1.0 us, 20.9 GB/s; TCP over loopback: 6.4 us, 1.7 GB/s; reduction
+     * 12.3 GB/s of vector; copy 26 GB/s.
+     */
+    static final Model LOCAL = new Model("LOCAL", 1.01e-6, 4.79e-11, 8.13e-11, 3.83e-11);
+    static final Model TCP = new Model("TCP", 6.43e-6, 5.79e-10, 8.13e-11, 3.83e-11);
+    private static final Map<String, Model> MEASURED = Map.of("LOCAL", LOCAL, "TCP", TCP);
+
+    /**
+     * The measured model of a transport; a transport not measured yet (e.g. SHM while it is new)
+     * gets TCP's constants under its own name: conservative, since every same-host transport is
+     * at least as fast as loopback TCP.
+     */
+    public static Model model(String transport) {
+        Model m = MEASURED.get(transport);
+        if (m != null) {
+            return m;
+        }
+        return new Model(transport, TCP.alpha, TCP.beta, TCP.gamma, TCP.copy);
+    }
+
+    /** Of several transports' models, the slowest for a 1 MiB message (the bottleneck of a collective). */
+    public static Model slowest(Set<String> transports) {
+        Model worst = null;
+        for (String t : transports) {
+            Model m = model(t);
+            if (worst == null || m.alpha + m.beta * (1 << 20) > worst.alpha + worst.beta * (1 << 20)) {
+                worst = m;
+            }
+        }
+        return worst == null ? LOCAL : worst;
+    }
+
+    private final AlgoSelector selector;
+    private final int n;
+    private final long chunkBytes;
+    private final Model model;
+    private final int rank;
+    private final Set<String> logged = ConcurrentHashMap.newKeySet();
+
+    public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank) {
+        this.selector = selector;
+        this.n = n;
+        this.chunkBytes = chunkBytes;
+        this.model = model;
+        this.rank = rank;
+    }
+
+    public Model model() {
+        return model;
+    }
+
+    public AlgoSelector selector() {
+        return selector;
+    }
+
+    /**
+     * The cheapest of {@code candidates} that JCCL_ALGO allows for {@code coll} (ties: the earlier
+     * candidate). {@code bytes} is the collective's size as {@link #cost} takes it.
+     *
+     * @throws ConfigException when JCCL_ALGO allows none of them
+     */
+    public Algo choose(Coll coll, long bytes, Algo... candidates) {
+        List<Algo> ok = new ArrayList<>(candidates.length);
+        for (Algo a : candidates) {
+            if (selector.allowed(coll, a)) {
+                ok.add(a);
+            }
+        }
+        if (ok.isEmpty()) {
+            return selector.choose(coll, candidates); // throws, naming the candidates
+        }
+        Algo best = null;
+        double bestCost = Double.MAX_VALUE;
+        double[] costs = new double[ok.size()];
+        for (int i = 0; i < ok.size(); i++) {
+            costs[i] = cost(coll, ok.get(i), bytes);
+            // Ties (equal formulas, e.g. ring and rabenseifner at two ranks) go to the earlier candidate,
+            // whatever the rounding: a later one must be cheaper by more than one part in a million.
+            if (costs[i] < bestCost * (1 - 1e-6)) {
+                bestCost = costs[i];
+                best = ok.get(i);
+            }
+        }
+        if (Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
+            String key = coll + ":" + (bytes <= 0 ? -1 : 63 - Long.numberOfLeadingZeros(bytes));
+            if (logged.add(key)) {
+                StringBuilder others = new StringBuilder();
+                for (int i = 0; i < ok.size(); i++) {
+                    if (ok.get(i) != best) {
+                        others.append(others.isEmpty() ? "" : ", ").append(ok.get(i).token()).append(' ').append(us(costs[i]));
+                    }
+                }
+                Log.info(Log.Subsys.TUNING, rank, name(coll) + " " + bytes + " B " + n + " ranks via " + model.transport + ": "
+                        + best.token() + " (model " + us(bestCost) + (others.isEmpty() ? "; the only one allowed" : "; " + others)
+                        + ")");
+            }
+        }
+        return best;
+    }
+
+    private static String us(double seconds) {
+        double us = seconds * 1e6;
+        return (us < 10 ? String.format(Locale.ROOT, "%.1f", us) : Long.toString(Math.round(us))) + " us";
+    }
+
+    static String name(Coll c) {
+        return switch (c) {
+            case ALLREDUCE -> "all_reduce";
+            case ALLGATHER -> "all_gather";
+            case REDUCESCATTER -> "reduce_scatter";
+            case ALLTOALL -> "all_to_all";
+            default -> c.name().toLowerCase(Locale.ROOT);
+        };
+    }
+
+    /** Model cost in seconds of {@code algo} for {@code coll} on this communicator. */
+    public double cost(Coll coll, Algo algo, long bytes) {
+        return cost(coll, algo, bytes, n, chunkBytes, model, selector);
+    }
+
+    private static int ceilLog2(int n) {
+        return n <= 1 ? 0 : 32 - Integer.numberOfLeadingZeros(n - 1);
+    }
+
+    /**
+     * Model cost in seconds. {@code bytes}: allReduce and broadcast the vector; allGather the whole
+     * output (n blocks); allToAll one rank's send buffer (n blocks). With p the largest power of two
+     * not above n and "fold" the extra step pair of non-powers of two:
+     * <ul>
+     * <li>allReduce ring: 2(n-1) alpha + (n-1)/n m (2 beta + gamma) (no credit for pipelining: transfer and
+ *     reduction share the rank's CPU on these transports)</li>
+     * <li>allReduce rd: k (alpha + m beta) + k' m gamma, k = log2 p (+2 fold), k' = log2 p (+1 fold)</li>
+     * <li>allReduce rabenseifner: 2 log2 p alpha + 2(p-1)/p m beta + (p-1)/p m gamma (+ fold 2 (alpha + m beta) + m gamma)</li>
+     * <li>allGather ring: (n-1)(alpha + m/n beta); rd: log2 p alpha + (p-1)/p m beta (+ fold 2 alpha + (m + m/n) beta);
+     *     bruck: ceil(log2 n) alpha + (n-1)/n m beta</li>
+     * <li>broadcast tree (binomial, pipelined in S slices of the chunk size): (d + S - 1) alpha + d m beta, d = ceil(log2 n)
+     *     (the root sends every slice to each of its d children); scatter_allgather: d alpha + (n-1)/n m beta
+     *     + the cheapest allowed allGather of m bytes</li>
+     * <li>allToAll pairwise: (n-1)(alpha + m/n beta); bruck: d (alpha + m/2 beta) + (2 + d) m copy (rotations, packing)</li>
+     * </ul>
+     */
+    public static double cost(Coll coll, Algo algo, long bytes, int n, long chunkBytes, Model md, AlgoSelector sel) {
+        double m = bytes;
+        double a = md.alpha;
+        double b = md.beta;
+        double g = md.gamma;
+        int p = Integer.highestOneBit(n);
+        int lp = Integer.numberOfTrailingZeros(p);
+        boolean fold = n != p;
+        int d = ceilLog2(n);
+        switch (coll) {
+            case ALLREDUCE -> {
+                switch (algo) {
+                    case RING -> {
+                        // The ring pipelines reducing slice k with receiving slice k+1, but on the CPU
+                        // transports both run on the rank's cores (TCP's copies are kernel CPU time,
+                        // LOCAL's are memcpy), so the model adds them: measured, the ring did not beat
+                        // Rabenseifner at 2 or 4 ranks at any size (docs/PERFORMANCE.md).
+                        return 2.0 * (n - 1) * a + (double) (n - 1) / n * m * (2 * b + g);
+                    }
+                    case RD -> {
+                        int k = lp + (fold ? 2 : 0);
+                        return k * (a + m * b) + (lp + (fold ? 1 : 0)) * m * g;
+                    }
+                    case RABENSEIFNER -> {
+                        double c = 2.0 * lp * a + 2.0 * (p - 1) / p * m * b + (double) (p - 1) / p * m * g;
+                        return fold ? c + 2 * (a + m * b) + m * g : c;
+                    }
+                    default -> {
+                    }
+                }
+            }
+            case ALLGATHER -> {
+                switch (algo) {
+                    case RING -> {
+                        return (n - 1) * (a + m / n * b);
+                    }
+                    case RD -> {
+                        double c = lp * a + (double) (p - 1) / p * m * b;
+                        return fold ? c + 2 * a + (m + m / n) * b : c;
+                    }
+                    case BRUCK -> {
+                        return d * a + (double) (n - 1) / n * m * b;
+                    }
+                    default -> {
+                    }
+                }
+            }
+            case BROADCAST -> {
+                switch (algo) {
+                    case TREE -> {
+                        return d * (a + m * b);
+                    }
+                    case SCATTER_ALLGATHER -> {
+                        double ag = Double.MAX_VALUE;
+                        for (Algo x : new Algo[] {Algo.RING, Algo.RD, Algo.BRUCK}) {
+                            if (sel == null || sel.allowed(Coll.ALLGATHER, x)) {
+                                ag = Math.min(ag, cost(Coll.ALLGATHER, x, bytes, n, chunkBytes, md, sel));
+                            }
+                        }
+                        return ag == Double.MAX_VALUE ? ag : d * a + (double) (n - 1) / n * m * b + ag;
+                    }
+                    default -> {
+                    }
+                }
+            }
+            case ALLTOALL -> {
+                switch (algo) {
+                    case PAIRWISE -> {
+                        return (n - 1) * (a + m / n * b);
+                    }
+                    case BRUCK -> {
+                        return d * (a + m / 2 * b) + (2.0 + d) * m * md.copy;
+                    }
+                    default -> {
+                    }
+                }
+            }
+            default -> {
+            }
+        }
+        return Double.MAX_VALUE;
+    }
+}

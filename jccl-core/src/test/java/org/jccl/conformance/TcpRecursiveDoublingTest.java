@@ -1,0 +1,21 @@
+package org.jccl.conformance;
+
+import org.jccl.Config;
+
+/** {@link AlgorithmConformance} with JCCL_ALGO={@value AlgorithmConformance#RECURSIVE_DOUBLING} over TCP. */
+class TcpRecursiveDoublingTest extends AlgorithmConformance {
+    @Override
+    protected String algo() {
+        return RECURSIVE_DOUBLING;
+    }
+
+    @Override
+    protected Config transportConfig() {
+        return tcp();
+    }
+
+    @Override
+    protected String transport() {
+        return "TCP";
+    }
+}
