@@ -26,7 +26,9 @@ class ManyRanksTest {
     @CsvSource({"16, 0", "33, 0", "64, 0", "17, 1", "64, 1"})
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void everyCollective(int n, int tcp) {
-        Config cfg = Config.defaults().with("JCCL_LOCAL_DISABLE", Integer.toString(tcp));
+        Config cfg = Config.defaults().with("JCCL_LOCAL_DISABLE", Integer.toString(tcp))
+                // TCP, not SHM: 64 ranks would reserve 64 x 63 shared-memory rings (16 GiB at the default size).
+                .with("JCCL_SHM_DISABLE", Integer.toString(tcp));
         List<Communicator> comms = Jccl.initLocal(n, cfg);
         try {
             Ranks.run(comms, Duration.ofSeconds(240), c -> {
