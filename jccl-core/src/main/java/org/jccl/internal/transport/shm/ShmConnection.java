@@ -7,13 +7,19 @@ import static org.jccl.internal.transport.shm.ShmRingDescriptor.META_CHUNK_BYTES
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.META_MESSAGE_BYTES;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.RECEIVER_CLOSED;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.RECEIVER_STATE_OFFSET;
+import static org.jccl.internal.transport.shm.ShmRingDescriptor.RECEIVER_WAITING_OFFSET;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.SENDER_CLOSED;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.SENDER_STATE_OFFSET;
+import static org.jccl.internal.transport.shm.ShmRingDescriptor.SENDER_WAITING_OFFSET;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.TAIL_OFFSET;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
@@ -30,6 +36,12 @@ import org.jccl.spi.PeerInfo;
  * <p><b>Threading contract:</b> single-threaded; every method but {@link #close()} runs on the
  * owning communicator's operation thread (the ring is correct for one producer thread and one
  * consumer thread only). The peer's liveness is checked while waiting with nothing to do.
+ *
+ * <p>Waking: after {@code raiseAfterNanos} without progress, the connection raises its waiting
+ * flag(s) in the rings; the peer rings the doorbell socket ({@link #channels()}, watched by the
+ * runtime's idle selector) when it lowers one, so a rank blocked in the selector wakes at once
+ * instead of at the selector's timeout (see {@link ShmRingDescriptor}). Without a doorbell (the
+ * socket could not be made) the selector's 1-50 ms timeout is the fallback.
  */
 final class ShmConnection implements Connection {
     /** How often a waiting connection asks the OS whether the peer's process still exists. */
@@ -58,7 +70,23 @@ final class ShmConnection implements Connection {
     private long nextLivenessCheck;
     private volatile boolean closed;
 
-    ShmConnection(int selfRank, PeerInfo peer, MemorySegment in, MemorySegment out, boolean checkPid) {
+    /** The doorbell to and from the peer (non-blocking), or null. */
+    private final SocketChannel doorbell;
+    private final long raiseAfterNanos;
+    private final ByteBuffer ding = ByteBuffer.allocateDirect(1);
+    private final ByteBuffer drain = ByteBuffer.allocateDirect(64);
+    /** This side's waiting flags are up (in {@code in}: for data; in {@code out}: for space). */
+    private boolean waitingForData;
+    private boolean waitingForSpace;
+    /** Doorbell bytes the peer has rung (or is ringing) that are not read yet. */
+    private int owed;
+    /** Start of the current stretch without progress, 0 when there is none. */
+    private long idleSince;
+
+    ShmConnection(int selfRank, PeerInfo peer, MemorySegment in, MemorySegment out, boolean checkPid, SocketChannel doorbell,
+                  long raiseAfterNanos) {
+        this.doorbell = doorbell;
+        this.raiseAfterNanos = raiseAfterNanos;
         this.selfRank = selfRank;
         this.peer = peer;
         this.in = in;
@@ -88,6 +116,11 @@ final class ShmConnection implements Connection {
     }
 
     @Override
+    public SelectableChannel[] channels() {
+        return doorbell == null ? new SelectableChannel[0] : new SelectableChannel[] {doorbell};
+    }
+
+    @Override
     public P2pRequest send(MemorySegment src) {
         P2pRequest r = new P2pRequest(src, true);
         sends.add(r);
@@ -111,7 +144,22 @@ final class ShmConnection implements Connection {
         }
         int work;
         try {
-            work = pushSends() + pullRecvs();
+            int pushed = pushSends();
+            int pulled = pullRecvs();
+            work = pushed + pulled;
+            if (doorbell != null) {
+                if (work > 0) {
+                    // Store-load fence: the counter stores above come before reading the peer's flags.
+                    VarHandle.fullFence();
+                    if (pushed > 0) {
+                        wake(out, RECEIVER_WAITING_OFFSET);
+                    }
+                    if (pulled > 0) {
+                        wake(in, SENDER_WAITING_OFFSET);
+                    }
+                }
+                work += settleOwnFlags(work);
+            }
             if (work == 0 && !(sends.isEmpty() && recvs.isEmpty())) {
                 checkPeer();
             }
@@ -120,6 +168,111 @@ final class ShmConnection implements Connection {
             throw closedLocally(e);
         }
         return work;
+    }
+
+    /** Rings the peer's doorbell if it is (about to be) blocked waiting on {@code flag} of {@code ring}. */
+    private void wake(MemorySegment ring, long flag) {
+        if ((int) INT.getVolatile(ring, flag) == 1 && INT.compareAndSet(ring, flag, 1, 0)) {
+            try {
+                ding.clear();
+                doorbell.write(ding); // 0 bytes written = the socket is full of rings already: the peer wakes anyway
+            } catch (IOException peerGone) {
+                // the liveness check reports it with the peer's name
+            }
+        }
+    }
+
+    /**
+     * Raises this side's waiting flags after a while without progress, and after progress lowers
+     * them again; a flag the peer lowered means a doorbell byte to drain. Returns extra work done
+     * (chunks moved by the re-check after raising a flag).
+     */
+    private int settleOwnFlags(int work) throws IOException {
+        if (work > 0) {
+            idleSince = 0;
+            if (waitingForData) {
+                waitingForData = false;
+                if (!INT.compareAndSet(in, RECEIVER_WAITING_OFFSET, 1, 0)) {
+                    owed++; // the peer lowered it first: its doorbell byte is (about to be) in the socket
+                }
+            }
+            if (waitingForSpace) {
+                waitingForSpace = false;
+                if (!INT.compareAndSet(out, SENDER_WAITING_OFFSET, 1, 0)) {
+                    owed++;
+                }
+            }
+            drainDoorbell();
+            return 0;
+        }
+        if (waitingForData && (int) INT.getAcquire(in, RECEIVER_WAITING_OFFSET) == 0) {
+            waitingForData = false;
+            owed++;
+        }
+        if (waitingForSpace && (int) INT.getAcquire(out, SENDER_WAITING_OFFSET) == 0) {
+            waitingForSpace = false;
+            owed++;
+        }
+        drainDoorbell();
+        if (sends.isEmpty() && recvs.isEmpty()) {
+            idleSince = 0;
+            return 0;
+        }
+        long now = System.nanoTime();
+        if (idleSince == 0) {
+            idleSince = now;
+            return 0;
+        }
+        if (now - idleSince < raiseAfterNanos) {
+            return 0;
+        }
+        boolean raised = false;
+        if (!recvs.isEmpty() && !waitingForData) {
+            INT.setVolatile(in, RECEIVER_WAITING_OFFSET, 1);
+            waitingForData = true;
+            raised = true;
+        }
+        if (!sends.isEmpty() && !waitingForSpace) {
+            INT.setVolatile(out, SENDER_WAITING_OFFSET, 1);
+            waitingForSpace = true;
+            raised = true;
+        }
+        int extra = 0;
+        if (raised) {
+            // Re-check after raising (volatile store, then these loads): whatever the peer published
+            // before seeing the flag is found here; whatever it publishes after, it rings for.
+            extra = pushSends() + pullRecvs();
+            if (extra > 0) {
+                VarHandle.fullFence();
+                wake(out, RECEIVER_WAITING_OFFSET);
+                wake(in, SENDER_WAITING_OFFSET);
+            }
+        }
+        return extra;
+    }
+
+    /**
+     * Reads the doorbell bytes the peer owes us (one per flag it lowered), so that none is left to
+     * make the idle selector return at once forever. A byte not written yet is read on a later call.
+     */
+    private void drainDoorbell() {
+        while (owed > 0) {
+            drain.clear();
+            int n;
+            try {
+                n = doorbell.read(drain);
+            } catch (IOException peerGone) {
+                owed = 0; // reported by the liveness check
+                return;
+            }
+            if (n <= 0) {
+                if (n < 0) {
+                    owed = 0;
+                }
+                return;
+            }
+            owed = Math.max(0, owed - n);
+        }
     }
 
     /** Copies pending sends into free slots; returns the chunks published. */

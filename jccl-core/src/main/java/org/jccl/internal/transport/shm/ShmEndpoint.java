@@ -10,7 +10,11 @@ import static org.jccl.internal.transport.shm.ShmRingDescriptor.SENDER_STATE_OFF
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -19,6 +23,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.SecureRandom;
+import java.util.Arrays;
 import java.util.HexFormat;
 import org.jccl.JcclException;
 import org.jccl.JcclTimeoutException;
@@ -47,7 +52,12 @@ import org.jccl.spi.TransportContext;
  *
  * File names: {@code jccl-shm-<communicator id>-<receiver nonce>-<receiver pid>-<from>to<to>}; the
  * random per-endpoint nonce and the pid mean a file of a dead job is never mistaken for a new one.
- * Address published at bootstrap: {@code "1;<nonce hex>;<directory>"}.
+ * Address published at bootstrap: {@code "1;<nonce hex>;<d: doorbell socket | ->;<directory>"}.
+ *
+ * <p>3. Doorbells: a Unix-domain socket per peer pair (the lower rank connects to the higher one's
+ * listener {@code jccl-shm-<comm>-<nonce>-<pid>.sock}, sends its rank and the communicator id);
+ * the listener's name is unlinked as soon as every lower peer has connected. The socket carries
+ * only wake-up bytes, never data.
  */
 final class ShmEndpoint implements Endpoint {
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -66,6 +76,11 @@ final class ShmEndpoint implements Endpoint {
     private final boolean[] checkPid;
     private final Path[] created;
     private final ShmConnection[] connections;
+    /** Doorbell sockets by peer (see ShmConnection), and this endpoint's listening one until prepare ends. */
+    private final SocketChannel[] doorbells;
+    private ServerSocketChannel listener;
+    private Path listenerPath;
+    private final long raiseAfterNanos;
     private boolean closed;
 
     ShmEndpoint(TransportContext ctx) {
@@ -84,23 +99,46 @@ final class ShmEndpoint implements Endpoint {
         this.checkPid = new boolean[size];
         this.created = new Path[size * 2];
         this.connections = new ShmConnection[size];
+        this.doorbells = new SocketChannel[size];
+        // Raise the waiting flags well inside the spin phase, so they are up before the runtime blocks.
+        this.raiseAfterNanos = Math.min(50_000L, Settings.IDLE_SPIN_US.getLong(ctx.config()) * 500L);
+        openListener(ProcessHandle.current().pid());
+    }
+
+    /** The doorbell listener, a Unix-domain socket in the directory; without it the peers poll (selector timeout). */
+    private void openListener(long pid) {
+        Path p = dir.resolve(PREFIX + comm + "-" + nonce + "-" + pid + ".sock");
+        try {
+            ServerSocketChannel l = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            try {
+                l.bind(UnixDomainSocketAddress.of(p), 256);
+                l.configureBlocking(false);
+            } catch (IOException | RuntimeException e) {
+                l.close();
+                throw e;
+            }
+            listener = l;
+            listenerPath = p;
+        } catch (IOException | RuntimeException e) {
+            Log.warn(Log.Subsys.SHM, rank, "SHM: no doorbell socket at " + p + " (" + e + "): blocked ranks wake by timeout");
+        }
     }
 
     @Override
     public byte[] address() {
-        return ("1;" + nonce + ";" + dir).getBytes(StandardCharsets.UTF_8);
+        return ("1;" + nonce + ";" + (listener != null ? "d" : "-") + ";" + dir).getBytes(StandardCharsets.UTF_8);
     }
 
     /** The nonce and directory a peer published. */
-    private record PeerAddress(String nonce, Path dir) {
+    private record PeerAddress(String nonce, boolean doorbell, Path dir) {
         static PeerAddress parse(PeerInfo p) throws IOException {
             String a = new String(p.addresses().get(ShmTransport.NAME), StandardCharsets.UTF_8);
-            String[] parts = a.split(";", 3);
-            if (parts.length != 3 || !parts[0].equals("1") || !parts[1].matches("[0-9a-f]{16}")) {
+            String[] parts = a.split(";", 4);
+            if (parts.length != 4 || !parts[0].equals("1") || !parts[1].matches("[0-9a-f]{16}")) {
                 throw new IOException(p.describe() + " published an SHM address this jccl does not understand: '" + a
                         + "' (mixed jccl versions in one job?)");
             }
-            return new PeerAddress(parts[1], Path.of(parts[2]));
+            return new PeerAddress(parts[1], parts[2].equals("d"), Path.of(parts[3]));
         }
     }
 
@@ -111,6 +149,7 @@ final class ShmEndpoint implements Endpoint {
     @Override
     public synchronized void prepare(int[] peers) throws IOException {
         if (peers.length == 0) {
+            closeListener();
             return;
         }
         long fileBytes = ShmRingDescriptor.fileBytes(slotCount, slotBytes);
@@ -149,8 +188,104 @@ final class ShmEndpoint implements Endpoint {
             // The pid is only meaningful in our pid namespace: check liveness only if we can see the peer now.
             checkPid[p] = ProcessHandle.of(info.pid()).map(ProcessHandle::isAlive).orElse(false);
         }
+        connectDoorbells(peers, timeoutNanos);
         Log.info(Log.Subsys.SHM, rank, "SHM: rank " + rank + " reserved " + needed + " bytes in " + dir + " (" + peers.length
                 + " ring(s) of " + slotCount + " x " + slotBytes + " B); all mapped and unlinked");
+    }
+
+    /** Step 3: doorbell sockets with every peer that has a listener too (lower rank connects). */
+    private void connectDoorbells(int[] peers, long timeoutNanos) throws IOException {
+        if (listener == null) {
+            return;
+        }
+        long start = System.nanoTime();
+        byte[] id = Arrays.copyOf(ctx.commId(), 16);
+        int expected = 0;
+        for (int p : peers) {
+            PeerAddress a = PeerAddress.parse(ctx.peer(p));
+            if (!a.doorbell()) {
+                continue;
+            }
+            if (p < rank) {
+                expected++;
+                continue;
+            }
+            Path path = a.dir().resolve(PREFIX + comm + "-" + a.nonce() + "-" + ctx.peer(p).pid() + ".sock");
+            SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+            try {
+                ch.connect(UnixDomainSocketAddress.of(path));
+                ByteBuffer hello = ByteBuffer.allocate(20).putInt(rank).put(id).flip();
+                while (hello.hasRemaining()) {
+                    ch.write(hello);
+                }
+                ch.configureBlocking(false);
+            } catch (IOException e) {
+                ch.close();
+                throw new IOException("rank " + rank + ": cannot connect the SHM doorbell of " + ctx.peer(p).describe() + " at " + path
+                        + ": " + e.getMessage(), e);
+            }
+            doorbells[p] = ch;
+        }
+        while (expected > 0) {
+            SocketChannel ch = listener.accept();
+            if (ch == null) {
+                if (System.nanoTime() - start > timeoutNanos) {
+                    throw new JcclTimeoutException("rank " + rank + ": " + expected + " lower SHM peer(s) did not connect their doorbell within "
+                            + timeoutNanos / 1_000_000_000L + " s (JCCL_CONNECT_TIMEOUT)", null);
+                }
+                if (ctx.isStopping()) {
+                    throw new JcclException(org.jccl.ErrorCode.ABORTED, "rank " + rank + ": communicator stopped while connecting SHM doorbells",
+                            null);
+                }
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new JcclException(org.jccl.ErrorCode.ABORTED, "rank " + rank + ": interrupted while connecting SHM doorbells", e);
+                }
+                continue;
+            }
+            ch.configureBlocking(false);
+            ByteBuffer hello = ByteBuffer.allocate(20);
+            long helloDeadline = System.nanoTime() + 2_000_000_000L;
+            while (hello.hasRemaining() && System.nanoTime() < helloDeadline) {
+                int n = ch.read(hello);  // non-blocking: a silent stranger cannot stall us
+                if (n < 0) {
+                    break;
+                }
+                if (n == 0) {
+                    Thread.onSpinWait();
+                    Thread.yield();
+                }
+            }
+            hello.flip();
+            int from = hello.remaining() == 20 ? hello.getInt() : -1;
+            byte[] got = new byte[16];
+            if (from >= 0) {
+                hello.get(got);
+            }
+            if (from < 0 || from >= rank || !Arrays.equals(got, id) || doorbells[from] != null) {
+                // Not one of ours (a stranger on a world-writable directory, or another communicator): ignore it.
+                ch.close();
+                continue;
+            }
+            ch.configureBlocking(false);
+            doorbells[from] = ch;
+            expected--;
+        }
+        closeListener();
+    }
+
+    private void closeListener() {
+        if (listener != null) {
+            try {
+                listener.close();
+                Files.deleteIfExists(listenerPath);
+            } catch (IOException e) {
+                Log.warn(Log.Subsys.SHM, rank, "SHM: cannot remove " + listenerPath + ": " + e);
+            }
+            listener = null;
+        }
     }
 
     /** Creates {@code path} with every page reserved, or throws the "shared memory is full" error. */
@@ -243,7 +378,8 @@ final class ShmEndpoint implements Endpoint {
             if (inbound[peerRank] == null || outbound[peerRank] == null) {
                 throw new IOException("rank " + rank + " has no SHM ring with rank " + peerRank + " (not prepared for this peer)");
             }
-            c = new ShmConnection(rank, ctx.peer(peerRank), inbound[peerRank], outbound[peerRank], checkPid[peerRank]);
+            c = new ShmConnection(rank, ctx.peer(peerRank), inbound[peerRank], outbound[peerRank], checkPid[peerRank], doorbells[peerRank],
+                    raiseAfterNanos);
             connections[peerRank] = c;
             Log.info(Log.Subsys.SHM, rank, "rank " + rank + " -> rank " + peerRank + " via " + c.describe());
         }
@@ -283,6 +419,16 @@ final class ShmEndpoint implements Endpoint {
                     Files.deleteIfExists(f);
                 } catch (IOException e) {
                     Log.warn(Log.Subsys.SHM, rank, "SHM: cannot remove " + f + ": " + e);
+                }
+            }
+        }
+        closeListener();
+        for (SocketChannel d : doorbells) {
+            if (d != null) {
+                try {
+                    d.close();
+                } catch (IOException ignored) {
+                    // closing anyway
                 }
             }
         }

@@ -23,6 +23,10 @@ import java.lang.invoke.VarHandle;
  * 512  +--------------------------------------------------------------+
  *      | receiverState (4): 1 open, 2 closed                            |
  * 640  +--------------------------------------------------------------+
+ *      | receiverWaiting (4): 1 = receiver may block, ring its doorbell |  set by receiver, CAS 1->0 by sender
+ * 768  +--------------------------------------------------------------+
+ *      | senderWaiting (4): 1 = sender may block, ring its doorbell     |  set by sender, CAS 1->0 by receiver
+ * 896  +--------------------------------------------------------------+
  *      | slot meta [slotCount] x 64: messageBytes (8) | chunkBytes (8)  |  plain, published by tail
  *      +--------------------------------------------------------------+
  *      | padding to 4096                                                |
@@ -31,7 +35,13 @@ import java.lang.invoke.VarHandle;
  *      +--------------------------------------------------------------+
  * </pre>
  *
- * The two counters sit 128 bytes apart, not 64: Intel's adjacent-line prefetcher pulls cache lines
+ * The waiting flags make the doorbell cheap: a side about to block raises its flag (volatile), then
+ * re-reads the counter it waits for; the other side, after a volatile store of its counter, rings
+ * the doorbell (one byte on a Unix-domain socket the blocked side's selector watches) only when it
+ * wins the CAS that lowers the flag. Store-then-load on both sides, sequentially consistent, so a
+ * wake-up is never lost; a busy pair never makes a system call.
+ *
+ * <p>The two counters sit 128 bytes apart, not 64: Intel's adjacent-line prefetcher pulls cache lines
  * in pairs, so 64 would still let the sender's and the receiver's stores fight over one pair.
  * Counters only grow; slot {@code i} of chunk {@code k} is {@code k % slotCount}; the ring is full
  * when {@code tail - head == slotCount}.
@@ -43,7 +53,7 @@ final class ShmRingDescriptor {
     /** "JCCLSHM1" read as a little-endian long; a file with anything else here is not ours. */
     static final long MAGIC = 0x314d4853_4c43434aL;
     /** Bumped whenever this layout changes; both sides must agree. */
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     static final long MAGIC_OFFSET = 0;
     static final long VERSION_OFFSET = 8;
@@ -60,7 +70,9 @@ final class ShmRingDescriptor {
     static final long HEAD_OFFSET = 2 * LINE;
     static final long SENDER_STATE_OFFSET = 3 * LINE;
     static final long RECEIVER_STATE_OFFSET = 4 * LINE;
-    static final long SLOT_META_OFFSET = 5 * LINE;
+    static final long RECEIVER_WAITING_OFFSET = 5 * LINE;
+    static final long SENDER_WAITING_OFFSET = 6 * LINE;
+    static final long SLOT_META_OFFSET = 7 * LINE;
     static final long SLOT_META_BYTES = 64;
     static final long META_MESSAGE_BYTES = 0;
     static final long META_CHUNK_BYTES = 8;
