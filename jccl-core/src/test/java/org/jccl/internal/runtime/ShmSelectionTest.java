@@ -164,7 +164,8 @@ class ShmSelectionTest {
             cs.get(1).close();
             JcclException e = assertThrows(JcclException.class, () -> cs.get(0).recv(Buffer.of(new byte[8]), 1));
             assertTrue(e instanceof PeerFailedException, e.toString());
-            assertTrue(e.getMessage().contains("rank 1 closed its communicator"), e.getMessage());
+            assertTrue(e.getMessage().contains("SHM connection to rank 1 (") && e.getMessage().contains("closed by the peer")
+                    && e.getMessage().contains("closed its communicator after an error of its own"), e.getMessage());
         } finally {
             cs.forEach(Communicator::abort);
         }

@@ -355,8 +355,10 @@ final class ShmConnection implements Connection {
         boolean peerClosed = (int) INT.getAcquire(out, RECEIVER_STATE_OFFSET) == RECEIVER_CLOSED
                 || (int) INT.getAcquire(in, SENDER_STATE_OFFSET) == SENDER_CLOSED;
         if (peerClosed) {
-            throw new IOException("rank " + peer.rank() + " closed its communicator (exited, failed or was aborted) with "
-                    + recvs.size() + " receive(s) and " + sends.size() + " send(s) of this rank pending");
+            // The TCP transport's wording, so that errors read the same whatever the transport.
+            throw new IOException("SHM connection to " + peer.describe() + " closed by the peer with " + recvs.size() + " receive(s) and "
+                    + sends.size() + " send(s) of rank " + selfRank + " pending: it exited or crashed, or closed its communicator after an"
+                    + " error of its own (see its log)");
         }
         long now = System.nanoTime();
         if (checkPid && now - nextLivenessCheck >= 0) {
