@@ -20,6 +20,19 @@ public interface Endpoint extends AutoCloseable {
      */
     Connection connect(int peerRank) throws IOException;
 
+    /**
+     * Called once at communicator creation, after bootstrap, with the peers the runtime routes over
+     * this transport (possibly none), before any {@link #connect}. Transports that need per-peer
+     * resources (shared-memory rings) reserve them here, so that a shortage fails creation with a
+     * clear error instead of a later operation. May block for a bounded time (the connect timeout)
+     * waiting for the peers' own preparation. Default: nothing.
+     *
+     * @throws IOException when the resources cannot be set up; {@link org.jccl.JcclException}s
+     *         (e.g. a {@link org.jccl.ResourceException} for a full file system) pass through unchanged
+     */
+    default void prepare(int[] peers) throws IOException {
+    }
+
     /** Closes the endpoint and every connection it made. Idempotent. */
     @Override
     void close();

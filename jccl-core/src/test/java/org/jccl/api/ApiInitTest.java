@@ -182,6 +182,7 @@ class ApiInitTest {
             env.put("PATH", "/usr/bin"); // unrelated variables are ignored
             if (net == Net.TCP) {
                 env.put("JCCL_LOCAL_DISABLE", "1");
+                env.put("JCCL_SHM_DISABLE", "1");
             }
             Config cfg = Config.fromEnvironment(env);
             Config.Launch launch = cfg.launch().orElseThrow();

@@ -34,7 +34,7 @@ final class ApiSupport {
 
         Config config() {
             Config base = Config.defaults().with("JCCL_INIT_TIMEOUT", "30");
-            return this == LOCAL ? base : base.with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SOCKET_IFNAME", "lo");
+            return this == LOCAL ? base : base.with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1").with("JCCL_SOCKET_IFNAME", "lo");
         }
 
         List<Communicator> init(int n) {

@@ -25,11 +25,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class CloseDuringFailureTest {
 
-    @ParameterizedTest(name = "local disabled={0}")
-    @ValueSource(strings = {"0", "1"})
+    @ParameterizedTest(name = "transport={0}")
+    @ValueSource(strings = {"LOCAL", "TCP", "SHM"})
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void closeReturnsWhenTheRunningOperationFails(String tcp) throws Exception {
-        List<Communicator> cs = Jccl.initLocal(2, Config.defaults().with("JCCL_LOCAL_DISABLE", tcp));
+    void closeReturnsWhenTheRunningOperationFails(String transport) throws Exception {
+        List<Communicator> cs = Jccl.initLocal(2, Config.defaults().with("JCCL_LOCAL_DISABLE", transport.equals("LOCAL") ? "0" : "1")
+                .with("JCCL_SHM_DISABLE", transport.equals("TCP") ? "1" : "0"));
         Communicator c0 = cs.get(0);
         try {
             float[] x = new float[1000];

@@ -73,6 +73,6 @@ abstract class AlgorithmConformance extends CollectiveConformance {
     }
 
     static Config tcp() {
-        return Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_NSOCKS_PERTHREAD", "2");
+        return Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1").with("JCCL_NSOCKS_PERTHREAD", "2");
     }
 }

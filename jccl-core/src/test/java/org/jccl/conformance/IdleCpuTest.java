@@ -24,11 +24,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class IdleCpuTest {
 
-    @ParameterizedTest(name = "local disabled={0}")
-    @ValueSource(strings = {"0", "1"})
+    @ParameterizedTest(name = "transport={0}")
+    @ValueSource(strings = {"LOCAL", "TCP", "SHM"})
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
-    void idleCommunicatorsDoNotBurnCpu(String tcp) throws Exception {
-        List<Communicator> comms = Jccl.initLocal(3, Config.defaults().with("JCCL_LOCAL_DISABLE", tcp));
+    void idleCommunicatorsDoNotBurnCpu(String transport) throws Exception {
+        List<Communicator> comms = Jccl.initLocal(3, Config.defaults().with("JCCL_LOCAL_DISABLE", transport.equals("LOCAL") ? "0" : "1")
+                .with("JCCL_SHM_DISABLE", transport.equals("TCP") ? "1" : "0"));
         try {
             Ranks.run(comms, Duration.ofSeconds(30), c -> {
                 float[] x = new float[100_000];

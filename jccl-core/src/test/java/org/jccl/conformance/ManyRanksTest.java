@@ -29,7 +29,9 @@ class ManyRanksTest {
         "17, 1, allreduce:rd;allgather:rd;broadcast:scatter_allgather"}, delimiter = ',', quoteCharacter = '\'')
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void everyCollective(int n, int tcp, String algo) {
-        Config cfg = Config.defaults().with("JCCL_LOCAL_DISABLE", Integer.toString(tcp));
+        Config cfg = Config.defaults().with("JCCL_LOCAL_DISABLE", Integer.toString(tcp))
+                // TCP, not SHM: 64 ranks would reserve 64 x 63 shared-memory rings (16 GiB at the default size).
+                .with("JCCL_SHM_DISABLE", Integer.toString(tcp));
         if (algo != null && !algo.isBlank()) {
             cfg = cfg.with("JCCL_ALGO", algo);
         }

@@ -47,6 +47,14 @@ public final class Settings {
     // ---- transports and algorithms
     public static final Setting LOCAL_DISABLE = Setting.define("JCCL_LOCAL_DISABLE", null, BOOL, "0", 0, 0,
             "1 disables the in-JVM transport between ranks of one JVM (they then use TCP over loopback)");
+    public static final Setting SHM_DISABLE = Setting.define("JCCL_SHM_DISABLE", "NCCL_SHM_DISABLE", BOOL, "0", 0, 0,
+            "1 disables the shared-memory transport between ranks of one host (they then use TCP over loopback)");
+    public static final Setting SHM_DIR = Setting.define("JCCL_SHM_DIR", null, STRING, "/dev/shm", 0, 0,
+            "directory (a tmpfs) for the shared-memory transport's ring files; reserved in full at communicator creation");
+    public static final Setting SHM_CHUNK = Setting.define("JCCL_SHM_CHUNK", null, BYTES, "512K", 4096, 1L << 30,
+            "slot size of a shared-memory ring (one per direction per same-host peer pair): messages move in chunks of this size");
+    public static final Setting SHM_SLOTS = Setting.define("JCCL_SHM_SLOTS", null, INT, "8", 1, 1024,
+            "slots per shared-memory ring (chunks in flight); each rank reserves slots x chunk per same-host peer");
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
                     + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather;"

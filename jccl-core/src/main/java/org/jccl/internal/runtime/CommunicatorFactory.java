@@ -32,6 +32,7 @@ import org.jccl.internal.bootstrap.BootstrapRoot;
 import org.jccl.internal.bootstrap.PeerInfoCodec;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.transport.local.LocalTransport;
+import org.jccl.internal.transport.shm.ShmTransport;
 import org.jccl.internal.transport.tcp.TcpTransport;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.PeerInfo;
@@ -147,6 +148,7 @@ public final class CommunicatorFactory {
     static List<Transport> transports(Config config) {
         List<Transport> all = new ArrayList<>();
         all.add(new LocalTransport());
+        all.add(new ShmTransport());
         all.add(new TcpTransport());
         for (Transport t : ServiceLoader.load(Transport.class)) {
             if (all.stream().noneMatch(x -> x.name().equals(t.name()))) {

@@ -119,6 +119,7 @@ public final class CommunicatorImpl implements Communicator {
         if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
             Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model());
         }
+        prepareEndpoints();
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
         this.opThread = new Thread(this::opLoop, "jccl-op-" + idShort() + "-r" + rank);
@@ -126,6 +127,20 @@ public final class CommunicatorImpl implements Communicator {
         this.opThread.start();
         Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " of " + size + " ready on " + peers[rank].host()
                 + " pid " + peers[rank].pid());
+    }
+
+    /** Lets every endpoint reserve what its peers need, now rather than at first use (Endpoint#prepare). */
+    private void prepareEndpoints() {
+        for (Map.Entry<Transport, Endpoint> e : endpoints.entrySet()) {
+            Transport t = e.getKey();
+            int[] routed = java.util.stream.IntStream.range(0, size).filter(p -> transportOf[p] == t).toArray();
+            try {
+                e.getValue().prepare(routed);
+            } catch (IOException ex) {
+                throw new org.jccl.ResourceException("rank " + rank + ": cannot set up the " + t.name() + " transport for ranks "
+                        + java.util.Arrays.toString(routed) + " of communicator " + idShort() + ": " + ex.getMessage(), ex);
+            }
+        }
     }
 
     // ------------------------------------------------------------------------------------------ identity
@@ -146,6 +161,11 @@ public final class CommunicatorImpl implements Communicator {
 
     PeerInfo peerInfo(int r) {
         return peers[r];
+    }
+
+    /** The name of the transport chosen for {@code peer} ("SHM", "TCP", ...), null for this rank itself; for tests. */
+    String transportName(int peer) {
+        return transportOf[peer] == null ? null : transportOf[peer].name();
     }
 
     long chunkBytes() {

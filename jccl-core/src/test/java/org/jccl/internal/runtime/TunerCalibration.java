@@ -34,7 +34,7 @@ public final class TunerCalibration {
     public static void main(String[] args) {
         double[] gc = gammaAndCopy();
         for (String tr : new String[] {"LOCAL", "TCP"}) {
-            Config cfg = tr.equals("TCP") ? Config.defaults().with("JCCL_LOCAL_DISABLE", "1") : Config.defaults();
+            Config cfg = tr.equals("TCP") ? Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1") : Config.defaults();
             double a = best(cfg, SMALL, 4000);
             double m = best(cfg, MID, 200);
             double b = best(cfg, BIG, 30);
