@@ -16,8 +16,10 @@ echo "### Open MPI TCP loopback (same method)"
 mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np "$np" "$mpi" 8 67108864
 echo "### Gloo (PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null), same method)"
 /usr/bin/python3 "$anchors/gloo_allreduce.py" "$np" 8 67108864 2>&1 | grep -v Warning
-echo "### jccl TCP, --timing median (the anchors' method)"
+echo "### jccl (shared memory between the ranks of this host), --timing median (the anchors' method)"
 bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4 -n 100 --timing median
-echo "### jccl TCP, nccl-tests method (mean of 20 back-to-back async ops)"
+echo "### jccl TCP loopback (JCCL_SHM_DISABLE=1), --timing median"
+JCCL_SHM_DISABLE=1 bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4 -n 100 --timing median
+echo "### jccl (shared memory), nccl-tests method (mean of 20 back-to-back async ops)"
 bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4
 echo "# done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
