@@ -2,7 +2,6 @@ package org.jccl.cli.perf;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.List;
 import java.util.function.Consumer;
 import org.jccl.Buffer;
 import org.jccl.Communicator;
@@ -83,25 +82,7 @@ final class Benchmark implements AutoCloseable {
      * @throws IllegalArgumentException when -r names a rank the job does not have
      */
     void runAll(Consumer<ResultRow> rows) {
-        Collective c = o.collective();
-        int root = o.root();
-        if (c.hasRoot() && root >= nranks) {
-            throw new IllegalArgumentException("-r/--root " + root + " is not a rank of this " + nranks + "-rank job");
-        }
-        List<ReduceOp> ops = c.hasOp() ? o.ops() : java.util.Collections.singletonList(null);
-        for (DataType t : o.types()) {
-            for (ReduceOp op : ops) {
-                if (!c.hasRoot()) {
-                    timeTest(t, op, ResultRow.NO_ROOT, rows);
-                } else if (root == PerfOptions.ALL_ROOTS) {
-                    for (int r = 0; r < nranks; r++) {
-                        timeTest(t, op, r, rows);
-                    }
-                } else {
-                    timeTest(t, op, root, rows);
-                }
-            }
-        }
+        o.forEachTimeTest(nranks, (t, op, root) -> timeTest(t, op, root, rows));
     }
 
     /** Whether the one-off JIT warm-up (--jit-warmup) already ran in this process. */

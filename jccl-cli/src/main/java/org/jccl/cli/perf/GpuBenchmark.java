@@ -127,25 +127,7 @@ final class GpuBenchmark implements AutoCloseable {
 
     /** Runs every (type, op, root) the options ask for, handing each results line to {@code rows}. */
     void runAll(Consumer<ResultRow> rows) {
-        Collective c = o.collective();
-        int root = o.root();
-        if (c.hasRoot() && root >= nranks) {
-            throw new IllegalArgumentException("-r/--root " + root + " is not a rank of this " + nranks + "-rank job");
-        }
-        List<ReduceOp> ops = c.hasOp() ? o.ops() : java.util.Collections.singletonList(null);
-        for (DataType t : o.types()) {
-            for (ReduceOp op : ops) {
-                if (!c.hasRoot()) {
-                    timeTest(t, op, ResultRow.NO_ROOT, rows);
-                } else if (root == PerfOptions.ALL_ROOTS) {
-                    for (int r = 0; r < nranks; r++) {
-                        timeTest(t, op, r, rows);
-                    }
-                } else {
-                    timeTest(t, op, root, rows);
-                }
-            }
-        }
+        o.forEachTimeTest(nranks, (t, op, root) -> timeTest(t, op, root, rows));
     }
 
     /** nccl-tests' TimeTest: warm-up, then one row per size. */

@@ -114,4 +114,36 @@ record PerfOptions(Collective collective, long minBytes, long maxBytes, long ste
             throw new IllegalArgumentException("-r/--root takes a rank number or 'all', got '" + text + "'");
         }
     }
+
+    /** One nccl-tests TimeTest: a (type, op, root) combination; op is null and root NO_ROOT where the collective has none. */
+    interface TimeTest {
+        void run(DataType type, ReduceOp op, int root);
+    }
+
+    /**
+     * Calls {@code test} for every (type, op, root) these options ask for, in nccl-tests' order
+     * (types, then ops, then roots; -r all walks every rank).
+     *
+     * @throws IllegalArgumentException when -r names a rank the job does not have
+     */
+    void forEachTimeTest(int nranks, TimeTest test) {
+        Collective c = collective();
+        if (c.hasRoot() && root() >= nranks) {
+            throw new IllegalArgumentException("-r/--root " + root() + " is not a rank of this " + nranks + "-rank job");
+        }
+        List<ReduceOp> opList = c.hasOp() ? ops() : java.util.Collections.singletonList(null);
+        for (DataType t : types()) {
+            for (ReduceOp op : opList) {
+                if (!c.hasRoot()) {
+                    test.run(t, op, ResultRow.NO_ROOT);
+                } else if (root() == ALL_ROOTS) {
+                    for (int r = 0; r < nranks; r++) {
+                        test.run(t, op, r);
+                    }
+                } else {
+                    test.run(t, op, root());
+                }
+            }
+        }
+    }
 }

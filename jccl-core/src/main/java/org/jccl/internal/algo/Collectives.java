@@ -111,23 +111,11 @@ public final class Collectives {
         int p = Integer.highestOneBit(n);
         int rem = n - p;
         MemorySegment tmp = ctx.scratch(0, bytes);
-        int vrank;
-        if (rank < 2 * rem) {
-            if ((rank & 1) == 0) {
-                ctx.await(ctx.send(rank + 1, r));
-                vrank = -1;
-            } else {
-                ctx.await(ctx.recv(rank - 1, tmp));
-                Reductions.reduce(r, tmp, count, t, op);
-                vrank = rank / 2;
-            }
-        } else {
-            vrank = rank - rem;
-        }
+        int vrank = foldIn(ctx, r, tmp, count, t, op, rem);
         if (vrank >= 0) {
             for (int mask = 1; mask < p; mask <<= 1) {
                 int vpartner = vrank ^ mask;
-                int partner = vpartner < rem ? vpartner * 2 + 1 : vpartner + rem;
+                int partner = coreToRank(vpartner, rem);
                 P2pRequest rq = ctx.recv(partner, tmp);
                 P2pRequest sq = ctx.send(partner, r);
                 ctx.await(rq);
@@ -135,6 +123,32 @@ public final class Collectives {
                 Reductions.reduce(r, tmp, count, t, op);
             }
         }
+        foldOut(ctx, r, rem);
+        Reductions.finishAvg(r, count, t, op, n);
+    }
+
+    /**
+     * The fold of a non-power-of-two rank count into its power-of-two core: of the first 2*rem
+     * ranks, each even one hands its vector to the odd one above it and sits out (returns -1); the
+     * odd one reduces it into {@code r}. Returns this rank's core rank.
+     */
+    private static int foldIn(OpContext ctx, MemorySegment r, MemorySegment tmp, long count, DataType t, ReduceOp op, int rem) {
+        int rank = ctx.rank();
+        if (rank >= 2 * rem) {
+            return rank - rem;
+        }
+        if ((rank & 1) == 0) {
+            ctx.await(ctx.send(rank + 1, r));
+            return -1;
+        }
+        ctx.await(ctx.recv(rank - 1, tmp));
+        Reductions.reduce(r, tmp, count, t, op);
+        return rank / 2;
+    }
+
+    /** Undoes {@link #foldIn}: each odd rank of the first 2*rem hands the result back to its even partner. */
+    private static void foldOut(OpContext ctx, MemorySegment r, int rem) {
+        int rank = ctx.rank();
         if (rank < 2 * rem) {
             if ((rank & 1) == 1) {
                 ctx.await(ctx.send(rank - 1, r));
@@ -142,7 +156,6 @@ public final class Collectives {
                 ctx.await(ctx.recv(rank + 1, r));
             }
         }
-        Reductions.finishAvg(r, count, t, op, n);
     }
 
     /** Actual rank of core rank {@code v} of a fold over n ranks with {@code rem} extra ranks. */
@@ -173,19 +186,7 @@ public final class Collectives {
         int p = Integer.highestOneBit(n);
         int rem = n - p;
         MemorySegment tmp = ctx.scratch(0, bytes);
-        int vrank;
-        if (rank < 2 * rem) {
-            if ((rank & 1) == 0) {
-                ctx.await(ctx.send(rank + 1, r));
-                vrank = -1;
-            } else {
-                ctx.await(ctx.recv(rank - 1, tmp));
-                Reductions.reduce(r, tmp, count, t, op);
-                vrank = rank / 2;
-            }
-        } else {
-            vrank = rank - rem;
-        }
+        int vrank = foldIn(ctx, r, tmp, count, t, op, rem);
         if (vrank >= 0) {
             Chunks ch = Chunks.balanced(count, p, count);
             int lo = 0;
@@ -222,13 +223,7 @@ public final class Collectives {
                 exchange(ctx, coreToRank(vp, rem), mine, theirs);
             }
         }
-        if (rank < 2 * rem) {
-            if ((rank & 1) == 1) {
-                ctx.await(ctx.send(rank - 1, r));
-            } else {
-                ctx.await(ctx.recv(rank + 1, r));
-            }
-        }
+        foldOut(ctx, r, rem);
     }
 
     /**
