@@ -59,6 +59,10 @@ public final class Collectives {
             return;
         }
         Algo algo = chooseAllReduce(ctx, bytes);
+        if (algo == Algo.SHARED) {
+            SharedCollectives.allReduce(ctx, ctx.sharedArea(), s, r, count, t, op);
+            return;
+        }
         if (algo == Algo.RING) {
             // No initial copy: the ring reads the caller's send buffer and writes reductions into recv.
             Chunks ch = Chunks.balanced(count, n, ctx.chunkBytes() / t.size());
@@ -89,6 +93,9 @@ public final class Collectives {
                     || tu.selector().allowed(Coll.ALLREDUCE, Algo.RABENSEIFNER))) {
                 return tu.choose(Coll.ALLREDUCE, bytes, Algo.RING, Algo.RABENSEIFNER);
             }
+        }
+        if (tu.sharedAvailable()) {
+            return tu.choose(Coll.ALLREDUCE, bytes, Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.SHARED);
         }
         return tu.choose(Coll.ALLREDUCE, bytes, Algo.RD, Algo.RABENSEIFNER, Algo.RING);
     }
@@ -758,6 +765,14 @@ public final class Collectives {
 
     /** Dissemination barrier: in round k every rank signals rank + 2^k and waits for rank - 2^k. */
     public static void barrier(OpContext ctx) {
+        Tuner tu = ctx.tuner();
+        if (tu.sharedAvailable() && tu.selector().allowed(Coll.BARRIER, Algo.SHARED)) {
+            // The only barrier with a JCCL_ALGO name: chosen (and logged) through the tuner when
+            // allowed; excluded, the barrier stays the dissemination one.
+            tu.choose(Coll.BARRIER, 0, Algo.SHARED);
+            SharedCollectives.barrier(ctx, ctx.sharedArea());
+            return;
+        }
         int n = ctx.size();
         int rank = ctx.rank();
         for (int d = 1; d < n; d <<= 1) {

@@ -33,7 +33,12 @@ public final class AlgoSelector {
         /** Bruck's log2 n-step algorithms (allGather, allToAll). */
         BRUCK("bruck"),
         /** Binomial scatter + all-gather (broadcast); the all-gather stage is the allGather choice. */
-        SCATTER_ALLGATHER("scatter_allgather");
+        SCATTER_ALLGATHER("scatter_allgather"),
+        /**
+         * Straight through the communicator's shared collective segment (allReduce, barrier), when
+         * every rank is on one host over SHM: one copy in, reads of the peers' areas, no messages.
+         */
+        SHARED("shared");
 
         final String token;
 

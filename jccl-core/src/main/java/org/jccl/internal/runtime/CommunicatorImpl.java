@@ -27,6 +27,8 @@ import org.jccl.Work;
 import org.jccl.internal.algo.Collectives;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.transport.shm.ShmCollArea;
+import org.jccl.internal.transport.shm.ShmTransport;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.PeerInfo;
@@ -59,6 +61,8 @@ public final class CommunicatorImpl implements Communicator {
     private final long rdThreshold;
     private final AlgoSelector algorithms;
     private final Tuner tuner;
+    /** The shared collective segment when every pair of ranks uses SHM (and rank 0 asked for one), else null. */
+    private final ShmCollArea sharedArea;
 
     private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
     private final Object submitLock = new Object();
@@ -115,11 +119,15 @@ public final class CommunicatorImpl implements Communicator {
                 Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " -> rank " + p + " via " + transportOf[p].name());
             }
         }
-        this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports(transports, peers)), rank);
-        if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
-            Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model());
-        }
+        java.util.Set<String> pairTransports = pairTransports(transports, peers);
         prepareEndpoints();
+        this.sharedArea = openSharedArea(pairTransports);
+        this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports), rank,
+                sharedArea == null ? 0 : sharedArea.halfBytes());
+        if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
+            Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model()
+                    + (sharedArea != null ? "; shared collective segment: " + Tuner.SHARED : ""));
+        }
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
         this.opThread = new Thread(this::opLoop, "jccl-op-" + idShort() + "-r" + rank);
@@ -141,6 +149,33 @@ public final class CommunicatorImpl implements Communicator {
                         + java.util.Arrays.toString(routed) + " of communicator " + idShort() + ": " + ex.getMessage(), ex);
             }
         }
+    }
+
+    /**
+     * The shared collective segment, when every pair of ranks uses SHM: each rank derives that from
+     * the same peer table, so either every rank maps it or none does (their algorithm choices, and
+     * hence their message sequences, depend on it).
+     */
+    private ShmCollArea openSharedArea(java.util.Set<String> pairTransports) {
+        if (size < 2 || !pairTransports.equals(java.util.Set.of(ShmTransport.NAME))) {
+            return null;
+        }
+        for (Map.Entry<Transport, Endpoint> e : endpoints.entrySet()) {
+            if (e.getKey().name().equals(ShmTransport.NAME)) {
+                try {
+                    return ShmTransport.openCollArea(e.getValue());
+                } catch (IOException ex) {
+                    throw new org.jccl.ResourceException("rank " + rank + ": cannot set up the shared collective segment of communicator "
+                            + idShort() + ": " + ex.getMessage(), ex);
+                }
+            }
+        }
+        return null;
+    }
+
+    /** The shared collective segment, or null (see {@link #openSharedArea}). */
+    ShmCollArea sharedArea() {
+        return sharedArea;
     }
 
     // ------------------------------------------------------------------------------------------ identity

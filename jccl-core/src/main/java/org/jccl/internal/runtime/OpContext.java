@@ -17,6 +17,7 @@ import org.jccl.internal.log.Log;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
+import org.jccl.internal.transport.shm.ShmCollArea;
 
 /**
  * What algorithms see while an operation runs: point-to-point posts to any peer, waiting with
@@ -90,6 +91,88 @@ public final class OpContext {
 
     void begin(Op op) {
         current = op;
+    }
+
+    /**
+     * The communicator's shared collective segment (every rank of the communicator on this host over
+     * SHM), or null; the same on every rank.
+     */
+    public ShmCollArea sharedArea() {
+        return comm.sharedArea();
+    }
+
+    /**
+     * Waits until every peer's {@code arrive} word (or {@code reduced} word) in the shared collective
+     * segment has reached {@code round}. The common case, peers already there, is one acquire load
+     * per peer. Otherwise the idle strategy of {@link #await}: spin ({@code JCCL_IDLE_SPIN_US}), then
+     * yield ({@code JCCL_IDLE_YIELD_US}), then park in growing steps of at most 1 ms (nothing can ring
+     * a parked rank awake here, so a straggler is noticed within 1 ms). Throughout it fails, in
+     * bounded time, when the communicator is aborted, a peer closed its communicator, or a peer's
+     * process is gone (checked every 50 ms).
+     */
+    public void awaitShared(ShmCollArea a, boolean reducedWord, long round) {
+        int n = a.ranks();
+        int me = a.rank();
+        for (int q = 0; q < n; q++) {
+            if (q != me && word(a, q, reducedWord) < round) {
+                awaitSharedPeer(a, q, reducedWord, round);
+            }
+        }
+    }
+
+    /** {@link #awaitShared} for one peer {@code q}. */
+    public void awaitSharedOne(ShmCollArea a, int q, boolean reducedWord, long round) {
+        if (word(a, q, reducedWord) < round) {
+            awaitSharedPeer(a, q, reducedWord, round);
+        }
+    }
+
+    private static long word(ShmCollArea a, int q, boolean reducedWord) {
+        return reducedWord ? a.reducedOf(q) : a.arrivedOf(q);
+    }
+
+    private void awaitSharedPeer(ShmCollArea a, int q, boolean reducedWord, long round) {
+        long start = System.nanoTime();
+        long lastYield = start;
+        long nextLiveness = start + 50_000_000L;
+        long park = 2_000;
+        int spins = 0;
+        while (word(a, q, reducedWord) < round) {
+            comm.checkNotAborted(current);
+            if ((++spins & 31) != 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (a.closedBy(q)) {
+                // The peer stores its words before its closed state: re-read before blaming it.
+                if (word(a, q, reducedWord) >= round) {
+                    return;
+                }
+                throw peerFailed(q, new IOException(a.closedMessage(q)));
+            }
+            long now = System.nanoTime();
+            if (now - nextLiveness >= 0) {
+                nextLiveness = now + 50_000_000L;
+                String gone = a.processGone(q);
+                if (gone != null && word(a, q, reducedWord) < round) {
+                    throw peerFailed(q, new IOException(gone));
+                }
+            }
+            long waited = now - start;
+            if (waited < spinNanos) {
+                if (now - lastYield > spinYieldNanos) {
+                    lastYield = now;
+                    Thread.yield();
+                } else {
+                    Thread.onSpinWait();
+                }
+            } else if (waited < spinNanos + yieldNanos) {
+                Thread.yield();
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(park);
+                park = Math.min(1_000_000L, park * 2);
+            }
+        }
     }
 
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */

@@ -54,6 +54,33 @@ public final class Tuner {
     private static final Map<String, Model> MEASURED = Map.of("LOCAL", LOCAL, "TCP", TCP);
 
     /**
+     * The shared collective segment ({@code Algo.SHARED}): alpha is one synchronisation step (a
+     * release store of a word, acquire loads of the peers' words; measured SYNC_PLACEHOLDER), beta 0 (no
+     * message: the bytes move by the copies priced with the memory constants), gamma and copy LOCAL's
+     * measured memory constants.
+     */
+    public static final Model SHARED = new Model("SHM shared segment", 0.3e-6, 0, LOCAL.gamma, LOCAL.copy);
+
+    /**
+     * Largest all-reduce that takes the shared segment's one-step form (every rank copies its whole
+     * input into its area, then reduces every area in rank order: one synchronisation, n+1 passes
+     * over the data) rather than the two-step one (each rank reduces one slice, publishes it, and
+     * copies the others' slices: two synchronisations per round, about 4 passes whatever n). Both
+     * sides' copy of this rule must agree, so it lives here, used by the algorithm and the model.
+     */
+    public static boolean sharedOneShot(long bytes, int n, long halfBytes) {
+        return bytes <= halfBytes && bytes <= (n <= 2 ? ONE_SHOT_MAX_2 : ONE_SHOT_MAX);
+    }
+
+    private static final long ONE_SHOT_MAX_2 = envBytes("JCCL_X_ONESHOT2", 32 << 10);
+    private static final long ONE_SHOT_MAX = envBytes("JCCL_X_ONESHOT", 8 << 10);
+
+    private static long envBytes(String name, long dflt) {
+        String v = System.getenv(name);
+        return v == null ? dflt : Long.parseLong(v);
+    }
+
+    /**
      * The measured model of a transport; a transport not measured yet (e.g. SHM while it is new)
      * gets TCP's constants under its own name: conservative, since every same-host transport is
      * at least as fast as loopback TCP.
@@ -84,13 +111,29 @@ public final class Tuner {
     private final Model model;
     private final int rank;
     private final Set<String> logged = ConcurrentHashMap.newKeySet();
+    /** Bytes a rank publishes per round in the shared collective segment; 0 when the communicator has none. */
+    private final long sharedHalfBytes;
 
     public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank) {
+        this(selector, n, chunkBytes, model, rank, 0);
+    }
+
+    /**
+     * @param sharedHalfBytes bytes per rank per round of the communicator's shared collective
+     *        segment, 0 when it has none (then {@code Algo.SHARED} is never a candidate)
+     */
+    public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank, long sharedHalfBytes) {
         this.selector = selector;
         this.n = n;
         this.chunkBytes = chunkBytes;
         this.model = model;
         this.rank = rank;
+        this.sharedHalfBytes = sharedHalfBytes;
+    }
+
+    /** Whether the communicator has a shared collective segment ({@code Algo.SHARED} is a candidate). */
+    public boolean sharedAvailable() {
+        return sharedHalfBytes > 0;
     }
 
     public Model model() {
@@ -138,7 +181,8 @@ public final class Tuner {
                         others.append(others.isEmpty() ? "" : ", ").append(ok.get(i).token()).append(' ').append(us(costs[i]));
                     }
                 }
-                Log.info(Log.Subsys.TUNING, rank, name(coll) + " " + bytes + " B " + n + " ranks via " + model.transport + ": "
+                Log.info(Log.Subsys.TUNING, rank, name(coll) + " " + bytes + " B " + n + " ranks via "
+                        + (best == Algo.SHARED ? SHARED.transport : model.transport) + ": "
                         + best.token() + " (model " + us(bestCost) + (others.isEmpty() ? "; the only one allowed" : "; " + others)
                         + ")");
             }
@@ -163,7 +207,31 @@ public final class Tuner {
 
     /** Model cost in seconds of {@code algo} for {@code coll} on this communicator. */
     public double cost(Coll coll, Algo algo, long bytes) {
+        if (algo == Algo.SHARED) {
+            return sharedCost(coll, bytes, n, sharedHalfBytes);
+        }
         return cost(coll, algo, bytes, n, chunkBytes, model, selector);
+    }
+
+    /**
+     * Model cost of the shared collective segment ({@link #SHARED}'s constants), m bytes, n ranks,
+     * h bytes per rank per round: barrier one step; all-reduce one-step alpha + m copy + (n-1) m
+     * gamma; two-step, per round of h bytes, 2 alpha, and in all (n-1)/n m copy in + (n-1)/n m
+     * gamma + m/n copy of the reduced slice into the area + (n-1)/n m copy out.
+     */
+    static double sharedCost(Coll coll, long bytes, int n, long h) {
+        if (h <= 0) {
+            return Double.MAX_VALUE;
+        }
+        double m = bytes;
+        Model s = SHARED;
+        return switch (coll) {
+            case BARRIER -> s.alpha;
+            case ALLREDUCE -> sharedOneShot(bytes, n, h)
+                    ? s.alpha + m * s.copy + (n - 1) * m * s.gamma
+                    : 2 * s.alpha * Math.max(1, (bytes + h - 1) / h) + (2.0 * (n - 1) + 1) / n * m * s.copy + (double) (n - 1) / n * m * s.gamma;
+            default -> Double.MAX_VALUE;
+        };
     }
 
     private static int ceilLog2(int n) {

@@ -81,6 +81,12 @@ final class ShmEndpoint implements Endpoint {
     private ServerSocketChannel listener;
     private Path listenerPath;
     private final long raiseAfterNanos;
+    /** Bytes per rank of the shared collective segment this rank would create as rank 0 (JCCL_SHM_COLL_BUFFER, page-rounded). */
+    private final long collBytes;
+    /** The shared collective segment, once {@link #openCollArea()} made or mapped it. */
+    private ShmCollArea coll;
+    /** Rank 0: the segment's file names (temporary, final) while they may exist. */
+    private final Path[] collCreated = new Path[2];
     private boolean closed;
 
     ShmEndpoint(TransportContext ctx) {
@@ -102,6 +108,8 @@ final class ShmEndpoint implements Endpoint {
         this.doorbells = new SocketChannel[size];
         // Raise the waiting flags well inside the spin phase, so they are up before the runtime blocks.
         this.raiseAfterNanos = Math.min(50_000L, Settings.IDLE_SPIN_US.getLong(ctx.config()) * 500L);
+        long cb = Settings.SHM_COLL_BUFFER.getLong(ctx.config());
+        this.collBytes = cb == 0 ? 0 : ShmCollDescriptor.areaBytes(Math.max(cb, 2 * ShmCollDescriptor.PAGE));
         openListener(ProcessHandle.current().pid());
     }
 
@@ -126,19 +134,19 @@ final class ShmEndpoint implements Endpoint {
 
     @Override
     public byte[] address() {
-        return ("1;" + nonce + ";" + (listener != null ? "d" : "-") + ";" + dir).getBytes(StandardCharsets.UTF_8);
+        return ("2;" + nonce + ";" + (listener != null ? "d" : "-") + ";" + collBytes + ";" + dir).getBytes(StandardCharsets.UTF_8);
     }
 
-    /** The nonce and directory a peer published. */
-    private record PeerAddress(String nonce, boolean doorbell, Path dir) {
+    /** The nonce, doorbell, shared collective segment size (what rank 0's says counts) and directory a peer published. */
+    private record PeerAddress(String nonce, boolean doorbell, long collBytes, Path dir) {
         static PeerAddress parse(PeerInfo p) throws IOException {
             String a = new String(p.addresses().get(ShmTransport.NAME), StandardCharsets.UTF_8);
-            String[] parts = a.split(";", 4);
-            if (parts.length != 4 || !parts[0].equals("1") || !parts[1].matches("[0-9a-f]{16}")) {
+            String[] parts = a.split(";", 5);
+            if (parts.length != 5 || !parts[0].equals("2") || !parts[1].matches("[0-9a-f]{16}") || !parts[3].matches("[0-9]{1,12}")) {
                 throw new IOException(p.describe() + " published an SHM address this jccl does not understand: '" + a
                         + "' (mixed jccl versions in one job?)");
             }
-            return new PeerAddress(parts[1], parts[2].equals("d"), Path.of(parts[3]));
+            return new PeerAddress(parts[1], parts[2].equals("d"), Long.parseLong(parts[3]), Path.of(parts[4]));
         }
     }
 
@@ -161,7 +169,7 @@ final class ShmEndpoint implements Endpoint {
             Path fin = dir.resolve(fileName(nonce, pid, p, rank));
             Path tmp = dir.resolve(fin.getFileName() + ".tmp");
             created[2 * p] = tmp;
-            reserve(tmp, fileBytes, needed, peers.length);
+            reserve(tmp, fileBytes, e -> full(needed, peers.length, e));
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 inbound[p] = ch.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes, arena);
             }
@@ -176,7 +184,7 @@ final class ShmEndpoint implements Endpoint {
             PeerInfo info = ctx.peer(p);
             PeerAddress a = PeerAddress.parse(info);
             Path f = a.dir().resolve(fileName(a.nonce(), info.pid(), rank, p));
-            MemorySegment s = awaitAndMap(f, info, timeoutNanos);
+            MemorySegment s = awaitAndMap(f, info, timeoutNanos, "SHM ring");
             String bad = ShmRingDescriptor.validate(s, rank, p);
             if (bad != null) {
                 throw new IOException("rank " + rank + ": the SHM ring " + f + " published by " + info.describe() + " is unusable: " + bad);
@@ -289,7 +297,7 @@ final class ShmEndpoint implements Endpoint {
     }
 
     /** Creates {@code path} with every page reserved, or throws the "shared memory is full" error. */
-    private void reserve(Path path, long bytes, long needed, int rings) throws IOException {
+    private void reserve(Path path, long bytes, java.util.function.Function<Throwable, ResourceException> full) throws IOException {
         if (Libc.available()) {
             int err = Libc.createReserved(path, bytes);
             if (err == 0) {
@@ -297,7 +305,7 @@ final class ShmEndpoint implements Endpoint {
             }
             Files.deleteIfExists(path);
             if (err == Libc.ENOSPC) {
-                throw full(needed, rings, null);
+                throw full.apply(null);
             }
             throw new IOException("posix_fallocate(" + path + ", " + bytes + " bytes) failed with errno " + err);
         }
@@ -312,19 +320,22 @@ final class ShmEndpoint implements Endpoint {
         } catch (IOException e) {
             Files.deleteIfExists(path);
             if (String.valueOf(e.getMessage()).contains("No space left")) {
-                throw full(needed, rings, e);
+                throw full.apply(e);
             }
             throw e;
         }
     }
 
-    private ResourceException full(long needed, int rings, Throwable cause) {
-        long free = -1;
+    private long freeBytes() {
         try {
-            free = Files.getFileStore(dir).getUsableSpace();
+            return Files.getFileStore(dir).getUsableSpace();
         } catch (IOException ignored) {
-            // reported as unknown
+            return -1; // reported as unknown
         }
+    }
+
+    private ResourceException full(long needed, int rings, Throwable cause) {
+        long free = freeBytes();
         return new ResourceException("rank " + rank + ": not enough shared memory for the SHM transport in " + dir + ": this rank needs "
                 + needed + " bytes (" + rings + " ring(s) of " + slotCount + " x " + slotBytes + " bytes, one per same-host peer) and "
                 + dir + " has " + (free < 0 ? "an unknown number of" : Long.toString(free)) + " bytes free. Fix: give the container more "
@@ -334,7 +345,7 @@ final class ShmEndpoint implements Endpoint {
     }
 
     /** Waits (bounded) for a peer's ring to be published, then maps it. */
-    private MemorySegment awaitAndMap(Path f, PeerInfo peer, long timeoutNanos) throws IOException {
+    private MemorySegment awaitAndMap(Path f, PeerInfo peer, long timeoutNanos, String what) throws IOException {
         long start = System.nanoTime();
         boolean pidVisible = ProcessHandle.of(peer.pid()).isPresent();
         long sleepMillis = 0;
@@ -345,15 +356,15 @@ final class ShmEndpoint implements Endpoint {
                 // the peer has not published it yet
             }
             if (ctx.isStopping()) {
-                throw new JcclException(org.jccl.ErrorCode.ABORTED, "rank " + rank + ": communicator stopped while waiting for the SHM ring of "
-                        + peer.describe(), null);
+                throw new JcclException(org.jccl.ErrorCode.ABORTED, "rank " + rank + ": communicator stopped while waiting for the " + what
+                        + " of " + peer.describe(), null);
             }
             if (pidVisible && !ProcessHandle.of(peer.pid()).map(ProcessHandle::isAlive).orElse(false)) {
-                throw new PeerFailedException(peer.rank(), "rank " + rank + ": " + peer.describe() + " exited before publishing its SHM ring "
+                throw new PeerFailedException(peer.rank(), "rank " + rank + ": " + peer.describe() + " exited before publishing its " + what + " "
                         + f + " (it failed during communicator creation or crashed)", null);
             }
             if (System.nanoTime() - start > timeoutNanos) {
-                throw new JcclTimeoutException("rank " + rank + ": " + peer.describe() + " did not publish its SHM ring " + f + " within "
+                throw new JcclTimeoutException("rank " + rank + ": " + peer.describe() + " did not publish its " + what + " " + f + " within "
                         + timeoutNanos / 1_000_000_000L + " s (JCCL_CONNECT_TIMEOUT); it may have failed to reserve shared memory: see its"
                         + " error", null);
             }
@@ -362,10 +373,76 @@ final class ShmEndpoint implements Endpoint {
                 Thread.sleep(sleepMillis);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new JcclException(org.jccl.ErrorCode.ABORTED, "rank " + rank + ": interrupted while waiting for the SHM ring of "
+                throw new JcclException(org.jccl.ErrorCode.ABORTED, "rank " + rank + ": interrupted while waiting for the " + what + " of "
                         + peer.describe(), e);
             }
         }
+    }
+
+    /**
+     * Makes (rank 0) or maps (the others) the communicator's shared collective segment; called once,
+     * after {@link #prepare}, and only when every pair of the communicator's ranks uses SHM (every
+     * rank decides that from the same peer table, so all or none come here). Rank 0's published
+     * {@code JCCL_SHM_COLL_BUFFER} decides the size for all; 0 means no segment (null). The file is
+     * reserved in full like the rings and unlinked by the last rank to map it.
+     */
+    synchronized ShmCollArea openCollArea() throws IOException {
+        if (closed) {
+            throw new IOException("SHM endpoint of rank " + rank + " is closed");
+        }
+        if (coll != null) {
+            return coll;
+        }
+        int n = ctx.size();
+        PeerInfo p0 = ctx.peer(0);
+        PeerAddress a0 = PeerAddress.parse(p0);
+        long area = a0.collBytes();
+        if (n < 2 || area == 0) {
+            return null;
+        }
+        String name = PREFIX + comm + "-" + a0.nonce() + "-" + p0.pid() + "-coll";
+        long fileBytes = ShmCollDescriptor.fileBytes(n, area);
+        MemorySegment seg;
+        if (rank == 0) {
+            Path fin = dir.resolve(name);
+            Path tmp = dir.resolve(name + ".tmp");
+            collCreated[0] = tmp;
+            reserve(tmp, fileBytes, e -> new ResourceException("rank 0: not enough shared memory for the shared collective segment in "
+                    + dir + ": it needs " + fileBytes + " bytes (" + n + " ranks x JCCL_SHM_COLL_BUFFER=" + area + ") and " + dir + " has "
+                    + (freeBytes() < 0 ? "an unknown number of" : Long.toString(freeBytes())) + " bytes free. Fix: give the container more"
+                    + " shared memory (Docker: --shm-size=1g; Kubernetes: an emptyDir volume with medium: Memory mounted at /dev/shm),"
+                    + " set JCCL_SHM_COLL_BUFFER smaller or 0 (no segment), or point JCCL_SHM_DIR at a larger tmpfs", e));
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes, arena);
+            }
+            ShmCollDescriptor.initialise(seg, n, area, ProcessHandle.current().pid());
+            collCreated[1] = fin;
+            Files.move(tmp, fin, StandardCopyOption.ATOMIC_MOVE);
+            collCreated[0] = null;
+        } else {
+            Path f = a0.dir().resolve(name);
+            seg = awaitAndMap(f, p0, Settings.CONNECT_TIMEOUT.getDuration(ctx.config()).toNanos(), "shared collective segment");
+            String bad = ShmCollDescriptor.validate(seg, n);
+            if (bad != null) {
+                throw new IOException("rank " + rank + ": the shared collective segment " + f + " published by " + p0.describe()
+                        + " is unusable: " + bad);
+            }
+            int before = (int) ShmCollDescriptor.INT.getAndAdd(seg, ShmCollDescriptor.ATTACHED_OFFSET, 1);
+            if (before + 1 == n - 1) {
+                // Every rank has it mapped now: the name can go, so that a crash leaves nothing behind.
+                Files.deleteIfExists(f);
+            }
+        }
+        PeerInfo[] infos = new PeerInfo[n];
+        boolean[] check = new boolean[n];
+        long self = ProcessHandle.current().pid();
+        for (int q = 0; q < n; q++) {
+            infos[q] = ctx.peer(q);
+            check[q] = q != rank && infos[q].pid() != self && ProcessHandle.of(infos[q].pid()).map(ProcessHandle::isAlive).orElse(false);
+        }
+        coll = new ShmCollArea(seg, rank, infos, check);
+        Log.info(Log.Subsys.SHM, rank, "SHM: rank " + rank + " mapped the shared collective segment (" + coll.describe() + ")");
+        return coll;
     }
 
     @Override
@@ -400,6 +477,13 @@ final class ShmEndpoint implements Endpoint {
                 c.close();
             }
         }
+        ShmCollArea area;
+        synchronized (this) {
+            area = coll;
+        }
+        if (area != null) {
+            area.close();
+        }
         for (int p = 0; p < inbound.length; p++) {
             try {
                 if (inbound[p] != null) {
@@ -410,6 +494,15 @@ final class ShmEndpoint implements Endpoint {
                 }
             } catch (IllegalStateException ignored) {
                 // already unmapped
+            }
+        }
+        for (Path f : collCreated) {
+            if (f != null) {
+                try {
+                    Files.deleteIfExists(f);
+                } catch (IOException e) {
+                    Log.warn(Log.Subsys.SHM, rank, "SHM: cannot remove " + f + ": " + e);
+                }
             }
         }
         for (Path f : created) {

@@ -56,6 +56,17 @@ public final class ShmTransport implements Transport {
         return new ShmEndpoint(context);
     }
 
+    /**
+     * Makes or maps the communicator's shared collective segment through this transport's endpoint
+     * ({@link ShmCollArea}); for the runtime, once, after every endpoint's {@code prepare}, when every
+     * pair of ranks uses SHM. Null when rank 0 asked for none ({@code JCCL_SHM_COLL_BUFFER=0}).
+     *
+     * @throws IOException when the segment cannot be made or mapped in time
+     */
+    public static ShmCollArea openCollArea(Endpoint endpoint) throws IOException {
+        return ((ShmEndpoint) endpoint).openCollArea();
+    }
+
     /** True for two ranks of one host that both opened an SHM endpoint. */
     @Override
     public boolean canConnect(PeerInfo self, PeerInfo peer) {

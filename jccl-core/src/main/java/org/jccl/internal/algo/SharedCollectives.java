@@ -1,0 +1,158 @@
+package org.jccl.internal.algo;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.DataType;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.internal.reduce.Reductions;
+import org.jccl.internal.runtime.OpContext;
+import org.jccl.internal.runtime.Tuner;
+import org.jccl.internal.transport.shm.ShmCollArea;
+
+/**
+ * Collectives straight through the communicator's shared collective segment ({@link ShmCollArea}),
+ * for communicators whose ranks are all on this host over SHM ({@code JCCL_ALGO} name {@code
+ * shared}). No message, request or progress engine: each rank copies what its peers need into its
+ * own area, publishes the round with a release store, and reads the peers' areas after acquire
+ * loads of theirs. They run on whichever thread runs the operation (the caller's own for a blocking
+ * call with nothing queued), in issue order with every other operation of the communicator.
+ *
+ * <ul>
+ * <li>allReduce, one step (small messages, {@link Tuner#sharedOneShot}): copy the input in, arrive,
+ *     wait for every peer, then {@code out = area_0 op area_1 op ... op area_{n-1}}, in rank order on
+ *     every rank, so all ranks compute the same expression and get bit-identical results.</li>
+ * <li>allReduce, two steps, in rounds of at most half an area: the round's piece is cut into n
+ *     slices; each rank copies the slices the others reduce into its area (not its own), arrives,
+ *     reduces its slice from its own input and the peers' areas in rank order into its output and
+ *     into its area, says "reduced", and copies the peers' reduced slices out of their areas. Each
+ *     slice is reduced once, so all ranks hold the same bits. About 4 passes over the data per rank
+ *     (one copy in, one reduction, one copy out) instead of the rings' two copies per transfer.</li>
+ * <li>barrier: arrive, wait for every peer.</li>
+ * </ul>
+ */
+public final class SharedCollectives {
+    private SharedCollectives() {
+    }
+
+    /** All-reduce of {@code count} elements from {@code s} into {@code r} (may be the same memory). */
+    public static void allReduce(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+        try {
+            int n = a.ranks();
+            long bytes = t.bytes(count);
+            long half = a.halfBytes();
+            if (Tuner.sharedOneShot(bytes, n, half)) {
+                oneShot(ctx, a, s, r, count, t, op);
+            } else {
+                int esz = t.size();
+                // Whole elements per round, at least one per rank where there are that many.
+                long perRound = Math.max(1, half / esz);
+                for (long off = 0; off < count; off += perRound) {
+                    twoShot(ctx, a, s, r, off, Math.min(perRound, count - off), t, op);
+                }
+            }
+            Reductions.finishAvg(r, count, t, op, n);
+        } catch (IllegalStateException unmapped) {
+            throw closedUnder(ctx, unmapped);
+        }
+    }
+
+    /** Barrier: every rank arrives at the same round before any leaves it. */
+    public static void barrier(OpContext ctx, ShmCollArea a) {
+        try {
+            long k = a.nextRound();
+            a.arrive(k);
+            ctx.awaitShared(a, false, k);
+        } catch (IllegalStateException unmapped) {
+            throw closedUnder(ctx, unmapped);
+        }
+    }
+
+    private static void oneShot(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+        int n = a.ranks();
+        int me = a.rank();
+        long bytes = t.bytes(count);
+        long k = a.nextRound();
+        // The half of round k was last read in round k-2; a peer at k-1 is done with it.
+        ctx.awaitShared(a, false, k - 1);
+        MemorySegment mine = a.half(me, k);
+        MemorySegment.copy(s, 0, mine, 0, bytes);
+        a.arrive(k);
+        ctx.awaitShared(a, false, k);
+        Reductions.reduce(r, a.half(0, k), a.half(1, k), count, t, op);
+        for (int q = 2; q < n; q++) {
+            Reductions.reduce(r, r, a.half(q, k), count, t, op);
+        }
+    }
+
+    /** One round of the two-step all-reduce over elements [off, off + len). */
+    private static void twoShot(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long off, long len, DataType t,
+                                ReduceOp op) {
+        int n = a.ranks();
+        int me = a.rank();
+        int esz = t.size();
+        long k = a.nextRound();
+        long base = len / n;
+        long extra = len % n;
+        long myLo = me * base + Math.min(me, extra);
+        long myLen = base + (me < extra ? 1 : 0);
+        boolean inPlace = s.address() == r.address() && s.isNative() == r.isNative();
+        // In place, a rank above 1 would read its own input after the rank-order sum has begun to
+        // overwrite it: it takes its own slice from its area, so it copies that in too.
+        boolean ownFromArea = inPlace && me >= 2;
+        ctx.awaitShared(a, false, k - 1);
+        MemorySegment mine = a.half(me, k);
+        long srcOff = off * esz;
+        if (ownFromArea) {
+            MemorySegment.copy(s, srcOff, mine, 0, len * esz);
+        } else {
+            if (myLo > 0) {
+                MemorySegment.copy(s, srcOff, mine, 0, myLo * esz);
+            }
+            long after = myLo + myLen;
+            if (after < len) {
+                MemorySegment.copy(s, srcOff + after * esz, mine, after * esz, (len - after) * esz);
+            }
+        }
+        a.arrive(k);
+        ctx.awaitShared(a, false, k);
+        if (myLen > 0) {
+            long sliceBytes = myLen * esz;
+            MemorySegment dst = r.asSlice((off + myLo) * esz, sliceBytes);
+            Reductions.reduce(dst, source(a, s, k, 0, me, ownFromArea, off, myLo, sliceBytes, esz),
+                    source(a, s, k, 1, me, ownFromArea, off, myLo, sliceBytes, esz), myLen, t, op);
+            for (int q = 2; q < n; q++) {
+                Reductions.reduce(dst, dst, source(a, s, k, q, me, ownFromArea, off, myLo, sliceBytes, esz), myLen, t, op);
+            }
+            MemorySegment.copy(dst, 0, mine, myLo * esz, sliceBytes);
+        }
+        a.reduced(k);
+        for (int i = 1; i < n; i++) {
+            int q = (me + i) % n;
+            long qLo = q * base + Math.min(q, extra);
+            long qLen = base + (q < extra ? 1 : 0);
+            if (qLen == 0) {
+                continue;
+            }
+            if (a.reducedOf(q) < k) {
+                ctx.awaitSharedOne(a, q, true, k);
+            }
+            MemorySegment.copy(a.half(q, k), qLo * esz, r, (off + qLo) * esz, qLen * esz);
+        }
+    }
+
+    /** Rank q's copy of this rank's slice in round k: its area, or this rank's own input. */
+    private static MemorySegment source(ShmCollArea a, MemorySegment s, long k, int q, int me, boolean ownFromArea, long off, long myLo,
+                                        long sliceBytes, int esz) {
+        if (q == me && !ownFromArea) {
+            return s.asSlice((off + myLo) * esz, sliceBytes);
+        }
+        return a.half(q, k).asSlice(myLo * esz, sliceBytes);
+    }
+
+    /** The segment was unmapped under this operation: the communicator was closed or aborted. */
+    private static JcclException closedUnder(OpContext ctx, IllegalStateException e) {
+        return new JcclException(ErrorCode.ABORTED, "rank " + ctx.rank() + ": the shared collective segment was unmapped during the"
+                + " operation (its communicator was closed or aborted)", e);
+    }
+}

@@ -1,0 +1,153 @@
+package org.jccl.internal.transport.shm;
+
+import static org.jccl.internal.transport.shm.ShmCollDescriptor.ARRIVE;
+import static org.jccl.internal.transport.shm.ShmCollDescriptor.INT;
+import static org.jccl.internal.transport.shm.ShmCollDescriptor.LONG;
+import static org.jccl.internal.transport.shm.ShmCollDescriptor.REDUCED;
+import static org.jccl.internal.transport.shm.ShmCollDescriptor.STATE;
+import static org.jccl.internal.transport.shm.ShmCollDescriptor.STATE_CLOSED;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.spi.PeerInfo;
+
+/**
+ * One rank's view of its communicator's shared collective segment ({@link ShmCollDescriptor}): an
+ * area per rank that every rank of the host can read, and two words per rank that say how far it
+ * got. Collectives on it ({@code org.jccl.internal.algo.SharedCollectives}) move data with one copy
+ * into the writer's own area and reads straight out of the peers' areas, instead of two copies
+ * through a ring per peer pair, and synchronise with one release store and one acquire load per
+ * peer per step, with no message, no request object and no progress engine.
+ *
+ * <p>Protocol, per round {@code k} (a communicator-wide counter: every rank runs the same
+ * collectives in the same order, so every rank numbers the rounds alike): a rank writes only half
+ * {@code k & 1} of its own area, and only after every peer's {@code arrive} word has reached
+ * {@code k - 1} (a peer that arrived at round k-1 has finished reading round k-2, the last round
+ * that used that half); it then stores {@code arrive = k} with release, and reads a peer's half
+ * only after loading that peer's {@code arrive >= k} with acquire. A second word, {@code reduced},
+ * publishes the slice a rank reduced in a round (two-step all-reduce) the same way.
+ *
+ * <p><b>Threading contract:</b> the round counter and every access belong to the thread that runs
+ * the communicator's operations (one at a time, under the communicator's execution lock);
+ * {@link #close()} may come from any thread.
+ */
+public final class ShmCollArea {
+    /** How often a waiting rank asks the OS whether a peer's process still exists. */
+    static final long LIVENESS_PERIOD_NANOS = 50_000_000L;
+
+    private final MemorySegment file;
+    private final int rank;
+    private final int ranks;
+    private final long areaBytes;
+    private final long halfBytes;
+    private final long dataOffset;
+    private final PeerInfo[] peers;
+    private final boolean[] checkPid;
+    private final MemorySegment[][] halves;
+    private long round;
+    private volatile boolean closed;
+
+    ShmCollArea(MemorySegment file, int rank, PeerInfo[] peers, boolean[] checkPid) {
+        this.file = file;
+        this.rank = rank;
+        this.ranks = peers.length;
+        this.areaBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.AREA_BYTES_OFFSET);
+        this.halfBytes = areaBytes / 2;
+        this.dataOffset = ShmCollDescriptor.dataOffset(ranks);
+        this.peers = peers.clone();
+        this.checkPid = checkPid.clone();
+        this.halves = new MemorySegment[ranks][2];
+        for (int q = 0; q < ranks; q++) {
+            for (int h = 0; h < 2; h++) {
+                halves[q][h] = file.asSlice(dataOffset + q * areaBytes + h * halfBytes, halfBytes);
+            }
+        }
+        // Rounds continue from whatever this rank published before (zero in a fresh segment).
+        this.round = (long) LONG.getAcquire(file, ShmCollDescriptor.word(rank, ARRIVE));
+    }
+
+    /** This rank. */
+    public int rank() {
+        return rank;
+    }
+
+    /** Ranks of the communicator (all of them map this segment). */
+    public int ranks() {
+        return ranks;
+    }
+
+    /** Bytes a rank can publish in one round (half its area). */
+    public long halfBytes() {
+        return halfBytes;
+    }
+
+    /** Starts the next round and returns its number (1, 2, ...). */
+    public long nextRound() {
+        return ++round;
+    }
+
+    /** Half {@code round & 1} of {@code q}'s area: what {@code q} publishes in that round. */
+    public MemorySegment half(int q, long round) {
+        return halves[q][(int) (round & 1)];
+    }
+
+    /** Publishes this rank's input of {@code round} (release: the area's bytes before it). */
+    public void arrive(long round) {
+        LONG.setRelease(file, ShmCollDescriptor.word(rank, ARRIVE), round);
+    }
+
+    /** Publishes this rank's reduced slice of {@code round}. */
+    public void reduced(long round) {
+        LONG.setRelease(file, ShmCollDescriptor.word(rank, REDUCED), round);
+    }
+
+    /** The last round {@code q} arrived at (acquire: its area's bytes of that round are visible after it). */
+    public long arrivedOf(int q) {
+        return (long) LONG.getAcquire(file, ShmCollDescriptor.word(q, ARRIVE));
+    }
+
+    /** The last round whose reduced slice {@code q} published. */
+    public long reducedOf(int q) {
+        return (long) LONG.getAcquire(file, ShmCollDescriptor.word(q, REDUCED));
+    }
+
+    /** Whether {@code q} closed its communicator (or aborted it). */
+    public boolean closedBy(int q) {
+        return (int) INT.getAcquire(file, ShmCollDescriptor.word(q, STATE)) == STATE_CLOSED;
+    }
+
+    /**
+     * Null while {@code q}'s process exists (or cannot be seen from this pid namespace), else the
+     * reason it is gone, worded as the SHM connections word it.
+     */
+    public String processGone(int q) {
+        if (!checkPid[q] || ProcessHandle.of(peers[q].pid()).map(ProcessHandle::isAlive).orElse(false)) {
+            return null;
+        }
+        return "SHM connection from rank " + rank + " to " + peers[q].describe() + " failed: process " + peers[q].pid()
+                + " no longer exists (it left the shared collective segment in the middle of an operation). The peer exited or crashed";
+    }
+
+    /** Why a closed peer can no longer take part, worded as the SHM connections word it. */
+    public String closedMessage(int q) {
+        return "SHM connection to " + peers[q].describe() + " closed by the peer while rank " + rank + " waited for it in the shared"
+                + " collective segment: it exited or crashed, or closed its communicator after an error of its own (see its log)";
+    }
+
+    /** Marks this rank's words closed, so that peers waiting for it fail at once. Idempotent; any thread. */
+    void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            INT.setRelease(file, ShmCollDescriptor.word(rank, STATE), STATE_CLOSED);
+        } catch (IllegalStateException alreadyUnmapped) {
+            // the peers learn from the process or their own close
+        }
+    }
+
+    /** For logs. */
+    String describe() {
+        return ranks + " areas of " + areaBytes + " B";
+    }
+}

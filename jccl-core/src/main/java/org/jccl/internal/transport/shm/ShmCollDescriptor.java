@@ -1,0 +1,121 @@
+package org.jccl.internal.transport.shm;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The layout of a communicator's shared collective segment (one file, created by rank 0, mapped by
+ * every rank; see {@link ShmCollArea} for the protocol). Every offset in one place, as {@link
+ * ShmRingDescriptor} does for the rings.
+ *
+ * <pre>
+ *   0  +--------------------------------------------------------------+
+ *      | magic "JCCLCOL1" (8) | version (4) | ranks (4)                  |  written once by rank 0 before
+ *      | areaBytes (8) | creatorPid (8) | fileBytes (8)                 |  the file gets its final name
+ * 128  +--------------------------------------------------------------+
+ *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
+ * 256  +--------------------------------------------------------------+
+ *      | rank 0: arrive (8)                              [rank 0 writes]|  release store / acquire load
+ *  +128| rank 0: reduced (8) | state (4)                 [rank 0 writes]|
+ *  +256| rank 1: arrive ...                                             |  one 256-byte block per rank
+ *      | ...                                                            |
+ *      | padding to 4096                                                |
+ * data +--------------------------------------------------------------+
+ *      | rank 0's area: half 0 | half 1  (areaBytes, a page multiple)    |  plain, published by arrive /
+ *      | rank 1's area ...                                              |  reduced of the same rank
+ *      +--------------------------------------------------------------+
+ * </pre>
+ *
+ * A rank's {@code arrive} word is the number of the last round whose input it has copied into its
+ * area; {@code reduced} the last round whose reduced slice it has written there. Both only grow.
+ * Round {@code k} uses half {@code k & 1} of every area. The words of one rank sit 128 bytes from
+ * those of the next (the adjacent-line prefetcher pulls 128-byte pairs), and only their owner
+ * writes them.
+ */
+final class ShmCollDescriptor {
+    private ShmCollDescriptor() {
+    }
+
+    /** "JCCLCOL1" read as a little-endian long. */
+    static final long MAGIC = 0x314c4f43_4c43434aL;
+    /** Bumped whenever this layout changes. */
+    static final int VERSION = 1;
+
+    static final long MAGIC_OFFSET = 0;
+    static final long VERSION_OFFSET = 8;
+    static final long RANKS_OFFSET = 12;
+    static final long AREA_BYTES_OFFSET = 16;
+    static final long CREATOR_PID_OFFSET = 24;
+    static final long FILE_BYTES_OFFSET = 32;
+
+    static final long LINE = 128;
+    static final long ATTACHED_OFFSET = LINE;
+    static final long RANKS_BLOCK_OFFSET = 2 * LINE;
+    static final long RANK_BLOCK_BYTES = 2 * LINE;
+    static final long ARRIVE = 0;
+    static final long REDUCED = LINE;
+    static final long STATE = LINE + 8;
+    static final long PAGE = 4096;
+
+    static final int STATE_OPEN = 0;
+    static final int STATE_CLOSED = 2;
+
+    static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+
+    /** Offset of word {@code which} ({@link #ARRIVE}, {@link #REDUCED}, {@link #STATE}) of {@code rank}. */
+    static long word(int rank, long which) {
+        return RANKS_BLOCK_OFFSET + rank * RANK_BLOCK_BYTES + which;
+    }
+
+    static long dataOffset(int ranks) {
+        return align(RANKS_BLOCK_OFFSET + ranks * RANK_BLOCK_BYTES, PAGE);
+    }
+
+    /** A rank's area rounded to whole pages (two equal halves of a multiple of 2 KiB each). */
+    static long areaBytes(long requested) {
+        return align(requested, PAGE);
+    }
+
+    static long fileBytes(int ranks, long areaBytes) {
+        return dataOffset(ranks) + ranks * areaBytes;
+    }
+
+    static long align(long v, long a) {
+        return (v + a - 1) / a * a;
+    }
+
+    /** Writes the header of a fresh (zero-filled) file, magic last (release). */
+    static void initialise(MemorySegment s, int ranks, long areaBytes, long pid) {
+        s.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
+        s.set(ValueLayout.JAVA_INT, RANKS_OFFSET, ranks);
+        s.set(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET, areaBytes);
+        s.set(ValueLayout.JAVA_LONG, CREATOR_PID_OFFSET, pid);
+        s.set(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET, s.byteSize());
+        LONG.setRelease(s, MAGIC_OFFSET, MAGIC);
+    }
+
+    /** Null when {@code s} is a segment for {@code ranks} ranks, else what is wrong. */
+    static String validate(MemorySegment s, int ranks) {
+        if (s.byteSize() < PAGE) {
+            return "file of " + s.byteSize() + " bytes is shorter than a header page";
+        }
+        long magic = (long) LONG.getAcquire(s, MAGIC_OFFSET);
+        if (magic != MAGIC) {
+            return "bad magic 0x" + Long.toHexString(magic);
+        }
+        int version = s.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
+        if (version != VERSION) {
+            return "layout version " + version + " where this jccl speaks " + VERSION + " (mixed jccl versions in one job)";
+        }
+        int r = s.get(ValueLayout.JAVA_INT, RANKS_OFFSET);
+        long area = s.get(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET);
+        if (r != ranks || area < PAGE || area % PAGE != 0 || fileBytes(r, area) != s.byteSize()
+                || s.get(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET) != s.byteSize()) {
+            return "inconsistent geometry: " + r + " ranks (expected " + ranks + ") of " + area + " bytes in a file of " + s.byteSize()
+                    + " bytes";
+        }
+        return null;
+    }
+}
