@@ -81,6 +81,9 @@ public final class Collectives {
         }
     }
 
+    private static final Algo[] ALLREDUCE_P2P = {Algo.RD, Algo.RABENSEIFNER, Algo.RING};
+    private static final Algo[] ALLREDUCE_SHARED = {Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.SHARED};
+
     /** JCCL_RD_THRESHOLD, when set, splits rd from the rest; the tuner picks within what is left. */
     private static Algo chooseAllReduce(OpContext ctx, long bytes) {
         Tuner tu = ctx.tuner();
@@ -94,10 +97,7 @@ public final class Collectives {
                 return tu.choose(Coll.ALLREDUCE, bytes, Algo.RING, Algo.RABENSEIFNER);
             }
         }
-        if (tu.sharedAvailable()) {
-            return tu.choose(Coll.ALLREDUCE, bytes, Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.SHARED);
-        }
-        return tu.choose(Coll.ALLREDUCE, bytes, Algo.RD, Algo.RABENSEIFNER, Algo.RING);
+        return tu.sharedAvailable() ? tu.chooseAllReduceCached(bytes, ALLREDUCE_SHARED) : tu.chooseAllReduceCached(bytes, ALLREDUCE_P2P);
     }
 
     /** Whether two staged segments are the same memory (staging makes them native). */

@@ -131,6 +131,26 @@ public final class Tuner {
         this.sharedHalfBytes = sharedHalfBytes;
     }
 
+    /** The last all-reduce size {@link #chooseAllReduceCached} priced, and its choice (same inputs, same answer). */
+    private long lastAllReduceBytes = -1;
+    private Algo lastAllReduce;
+
+    /**
+     * The all-reduce choice among {@code candidates} (always the same list for one communicator),
+     * remembered for the last size: a loop of equal all-reduces prices the candidates once, not per
+     * call (which costs more than an 8-byte all-reduce through the shared segment). Called under the
+     * communicator's execution lock only.
+     */
+    public Algo chooseAllReduceCached(long bytes, Algo... candidates) {
+        if (bytes == lastAllReduceBytes) {
+            return lastAllReduce;
+        }
+        Algo a = choose(Coll.ALLREDUCE, bytes, candidates);
+        lastAllReduce = a;
+        lastAllReduceBytes = bytes;
+        return a;
+    }
+
     /** Whether the communicator has a shared collective segment ({@code Algo.SHARED} is a candidate). */
     public boolean sharedAvailable() {
         return sharedHalfBytes > 0;
