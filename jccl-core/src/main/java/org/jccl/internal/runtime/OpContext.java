@@ -43,6 +43,26 @@ public final class OpContext {
     /** Set while the operation thread is (about to be) blocked in the selector; see {@link #wake()}. */
     private volatile boolean sleeping;
 
+    /**
+     * CPUs of this host (not of this process's affinity mask: jccl run binds each rank to one CPU),
+     * from /sys/devices/system/cpu/online, else what the JVM sees.
+     */
+    static final int HOST_CPUS = hostCpus();
+
+    private static int hostCpus() {
+        try {
+            String s = java.nio.file.Files.readString(java.nio.file.Path.of("/sys/devices/system/cpu/online")).trim();
+            int n = 0;
+            for (String part : s.split(",")) {
+                int dash = part.indexOf('-');
+                n += dash < 0 ? 1 : Integer.parseInt(part.substring(dash + 1)) - Integer.parseInt(part.substring(0, dash)) + 1;
+            }
+            return Math.max(1, n);
+        } catch (IOException | RuntimeException e) {
+            return Runtime.getRuntime().availableProcessors();
+        }
+    }
+
     /** Busy polling, then yielding, before blocking, in ns ({@code JCCL_IDLE_SPIN_US}, {@code JCCL_IDLE_YIELD_US}). */
     private final long spinNanos;
     private final long yieldNanos;
@@ -132,6 +152,10 @@ public final class OpContext {
     }
 
     private void awaitSharedPeer(ShmCollArea a, int q, boolean reducedWord, long round) {
+        // More ranks than the host has CPUs (every rank of a segment is on this host): the rank we
+        // wait for may be waiting for our core, so every spin gives it up (sched_yield, ~1 us when
+        // nobody else wants the core) instead of burning a time slice.
+        long yieldEvery = a.ranks() > HOST_CPUS ? 0 : spinYieldNanos;
         long start = System.nanoTime();
         long lastYield = start;
         long nextLiveness = start + 50_000_000L;
@@ -160,7 +184,7 @@ public final class OpContext {
             }
             long waited = now - start;
             if (waited < spinNanos) {
-                if (now - lastYield > spinYieldNanos) {
+                if (now - lastYield >= yieldEvery) {
                     lastYield = now;
                     Thread.yield();
                 } else {

@@ -75,7 +75,7 @@ public final class Tuner {
     private static final long ONE_SHOT_MAX_2 = envBytes("JCCL_X_ONESHOT2", 32 << 10);
     private static final long ONE_SHOT_MAX = envBytes("JCCL_X_ONESHOT", 8 << 10);
 
-    private static long envBytes(String name, long dflt) {
+    private static long envBytes(String name, long dflt) { // TEMPORARY experiment knob
         String v = System.getenv(name);
         return v == null ? dflt : Long.parseLong(v);
     }
