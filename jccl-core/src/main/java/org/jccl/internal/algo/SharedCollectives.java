@@ -19,7 +19,9 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  * call with nothing queued), in issue order with every other operation of the communicator.
  *
  * <ul>
- * <li>allReduce, one step (small messages, {@link Tuner#sharedOneShot}): copy the input in, arrive,
+ * <li>allReduce, one step (small messages, {@link Tuner#sharedOneShot}): copy the input in (up to 24
+ *     bytes into the inline slot next to the {@code arrive} word, so that it travels in the same
+ *     cache line), arrive,
  *     wait for every peer, then {@code out = area_0 op area_1 op ... op area_{n-1}}, in rank order on
  *     every rank, so all ranks compute the same expression and get bit-identical results.</li>
  * <li>allReduce, two steps, in rounds of at most half an area: the round's piece is cut into n
@@ -75,13 +77,14 @@ public final class SharedCollectives {
         long k = a.nextRound();
         // The half of round k was last read in round k-2; a peer at k-1 is done with it.
         ctx.awaitShared(a, false, k - 1);
-        MemorySegment mine = a.half(me, k);
+        boolean tiny = bytes <= ShmCollArea.INLINE_BYTES;
+        MemorySegment mine = tiny ? a.inline(me, k) : a.half(me, k);
         MemorySegment.copy(s, 0, mine, 0, bytes);
         a.arrive(k);
         ctx.awaitShared(a, false, k);
-        Reductions.reduce(r, a.half(0, k), a.half(1, k), count, t, op);
+        Reductions.reduce(r, tiny ? a.inline(0, k) : a.half(0, k), tiny ? a.inline(1, k) : a.half(1, k), count, t, op);
         for (int q = 2; q < n; q++) {
-            Reductions.reduce(r, r, a.half(q, k), count, t, op);
+            Reductions.reduce(r, r, tiny ? a.inline(q, k) : a.half(q, k), count, t, op);
         }
     }
 

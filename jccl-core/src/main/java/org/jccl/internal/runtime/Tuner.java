@@ -55,11 +55,12 @@ public final class Tuner {
 
     /**
      * The shared collective segment ({@code Algo.SHARED}): alpha is one synchronisation step (a
-     * release store of a word, acquire loads of the peers' words; measured SYNC_PLACEHOLDER), beta 0 (no
+     * release store of a word, acquire loads of the peers' words: 8-128 B all-reduces, which are
+     * one such step, measured 0.3-0.7 us with perf --timing median on the 2-core machine), beta 0 (no
      * message: the bytes move by the copies priced with the memory constants), gamma and copy LOCAL's
      * measured memory constants.
      */
-    public static final Model SHARED = new Model("SHM shared segment", 0.3e-6, 0, LOCAL.gamma, LOCAL.copy);
+    public static final Model SHARED = new Model("SHM shared segment", 0.5e-6, 0, LOCAL.gamma, LOCAL.copy);
 
     /**
      * Largest all-reduce that takes the shared segment's one-step form (every rank copies its whole
@@ -72,13 +73,13 @@ public final class Tuner {
         return bytes <= halfBytes && bytes <= (n <= 2 ? ONE_SHOT_MAX_2 : ONE_SHOT_MAX);
     }
 
-    private static final long ONE_SHOT_MAX_2 = envBytes("JCCL_X_ONESHOT2", 32 << 10);
-    private static final long ONE_SHOT_MAX = envBytes("JCCL_X_ONESHOT", 8 << 10);
-
-    private static long envBytes(String name, long dflt) { // TEMPORARY experiment knob
-        String v = System.getenv(name);
-        return v == null ? dflt : Long.parseLong(v);
-    }
+    /**
+     * One-step limits: at 2 ranks both forms measured level from 8 to 32 KiB (perf --timing median,
+     * 2026-11-21 ~10:09 UTC) and the one step has half the synchronisations; above 2
+     * ranks its reads grow with n, so it stops earlier.
+     */
+    private static final long ONE_SHOT_MAX_2 = 32 << 10;
+    private static final long ONE_SHOT_MAX = 8 << 10;
 
     /**
      * The measured model of a transport; a transport not measured yet (e.g. SHM while it is new)

@@ -43,6 +43,7 @@ public final class ShmCollArea {
     private final PeerInfo[] peers;
     private final boolean[] checkPid;
     private final MemorySegment[][] halves;
+    private final MemorySegment[][] inline;
     private long round;
     private volatile boolean closed;
 
@@ -56,9 +57,12 @@ public final class ShmCollArea {
         this.peers = peers.clone();
         this.checkPid = checkPid.clone();
         this.halves = new MemorySegment[ranks][2];
+        this.inline = new MemorySegment[ranks][2];
         for (int q = 0; q < ranks; q++) {
             for (int h = 0; h < 2; h++) {
                 halves[q][h] = file.asSlice(dataOffset + q * areaBytes + h * halfBytes, halfBytes);
+                inline[q][h] = file.asSlice(ShmCollDescriptor.word(q, ShmCollDescriptor.INLINE) + h * ShmCollDescriptor.INLINE_BYTES,
+                        ShmCollDescriptor.INLINE_BYTES);
             }
         }
         // Rounds continue from whatever this rank published before (zero in a fresh segment).
@@ -88,6 +92,17 @@ public final class ShmCollArea {
     /** Half {@code round & 1} of {@code q}'s area: what {@code q} publishes in that round. */
     public MemorySegment half(int q, long round) {
         return halves[q][(int) (round & 1)];
+    }
+
+    /** Bytes of the inline slots ({@link #inline}). */
+    public static final long INLINE_BYTES = ShmCollDescriptor.INLINE_BYTES;
+
+    /**
+     * Rank {@code q}'s inline slot of {@code round}'s parity: for inputs of at most {@link
+     * #INLINE_BYTES}, in the cache line of its {@code arrive} word; same rules as {@link #half}.
+     */
+    public MemorySegment inline(int q, long round) {
+        return inline[q][(int) (round & 1)];
     }
 
     /** Publishes this rank's input of {@code round} (release: the area's bytes before it). */

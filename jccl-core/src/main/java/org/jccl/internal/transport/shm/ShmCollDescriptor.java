@@ -16,7 +16,7 @@ import java.lang.invoke.VarHandle;
  * 128  +--------------------------------------------------------------+
  *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
  * 256  +--------------------------------------------------------------+
- *      | rank 0: arrive (8)                              [rank 0 writes]|  release store / acquire load
+ *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) [rank 0]    |  release store / acquire load
  *  +128| rank 0: reduced (8) | state (4)                 [rank 0 writes]|
  *  +256| rank 1: arrive ...                                             |  one 256-byte block per rank
  *      | ...                                                            |
@@ -27,6 +27,9 @@ import java.lang.invoke.VarHandle;
  *      +--------------------------------------------------------------+
  * </pre>
  *
+ * An input of at most {@link #INLINE_BYTES} bytes goes into the inline slot of the round's parity,
+ * in the same cache line as {@code arrive} (NCCL's LL protocol has the same idea: flag and data in
+ * one store unit), so that the peer's acquire load of the word brings the data along.
  * A rank's {@code arrive} word is the number of the last round whose input it has copied into its
  * area; {@code reduced} the last round whose reduced slice it has written there. Both only grow.
  * Round {@code k} uses half {@code k & 1} of every area. The words of one rank sit 128 bytes from
@@ -54,6 +57,12 @@ final class ShmCollDescriptor {
     static final long RANKS_BLOCK_OFFSET = 2 * LINE;
     static final long RANK_BLOCK_BYTES = 2 * LINE;
     static final long ARRIVE = 0;
+    /**
+     * Two 24-byte slots (round parity) right after {@code arrive}, in its 64-byte cache line: an
+     * input this small travels with the word that publishes it, in one cache-line transfer.
+     */
+    static final long INLINE = 8;
+    static final long INLINE_BYTES = 24;
     static final long REDUCED = LINE;
     static final long STATE = LINE + 8;
     static final long PAGE = 4096;
