@@ -341,8 +341,14 @@ public final class Collectives {
             return;
         }
         // Bytes as the element type: the split is the same on every rank.
+        Tuner tu = ctx.tuner();
+        if (tu.sharedAvailable()
+                && tu.choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK, Algo.SHARED) == Algo.SHARED) {
+            SharedCollectives.allGather(ctx, ctx.sharedArea(), r, bytesPerRank);
+            return;
+        }
         Chunks ch = Chunks.equal(bytesPerRank, n, ctx.chunkBytes());
-        allGatherChunks(ctx, r, ch, 0, ctx.tuner().choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK));
+        allGatherChunks(ctx, r, ch, 0, tu.choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK));
     }
 
     /**
@@ -464,6 +470,11 @@ public final class Collectives {
             }
             return;
         }
+        Tuner tu = ctx.tuner();
+        if (tu.sharedAvailable() && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.SHARED) == Algo.SHARED) {
+            SharedCollectives.reduceScatter(ctx, ctx.sharedArea(), s, r, count, t, op);
+            return;
+        }
         // Partial reductions go to scratch, so the caller's send buffer is left as it was.
         MemorySegment w = ctx.scratch(1, bytes * n);
         Chunks ch = Chunks.equal(count, n, ctx.chunkBytes() / t.size());
@@ -502,7 +513,12 @@ public final class Collectives {
         if (n == 1 || bytes == 0) {
             return;
         }
-        if (ctx.tuner().choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER) == Algo.SCATTER_ALLGATHER) {
+        Tuner tu = ctx.tuner();
+        if (tu.sharedAvailable() && tu.choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER, Algo.SHARED) == Algo.SHARED) {
+            SharedCollectives.broadcast(ctx, ctx.sharedArea(), r, bytes, root);
+            return;
+        }
+        if (tu.choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER) == Algo.SCATTER_ALLGATHER) {
             scatterAllGatherBroadcast(ctx, r, bytes, root);
             return;
         }

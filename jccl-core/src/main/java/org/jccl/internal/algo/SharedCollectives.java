@@ -13,7 +13,7 @@ import org.jccl.internal.transport.shm.ShmCollArea;
 /**
  * Collectives straight through the communicator's shared collective segment ({@link ShmCollArea}),
  * for communicators whose ranks are all on this host over SHM ({@code JCCL_ALGO} name {@code
- * shared}). No message, request or progress engine: each rank copies what its peers need into its
+ * shared}): allReduce, allGather, reduceScatter, broadcast, barrier. No message, request or progress engine: each rank copies what its peers need into its
  * own area, publishes the round with a release store, and reads the peers' areas after acquire
  * loads of theirs. They run on whichever thread runs the operation (the caller's own for a blocking
  * call with nothing queued), in issue order with every other operation of the communicator.
@@ -30,6 +30,8 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  *     into its area, says "reduced", and copies the peers' reduced slices out of their areas. Each
  *     slice is reduced once, so all ranks hold the same bits. About 4 passes over the data per rank
  *     (one copy in, one reduction, one copy out) instead of the rings' two copies per transfer.</li>
+ * <li>allGather, broadcast, reduceScatter: the same rounds; every byte is copied once into the
+ *     writer's area and once out of it (reduceScatter: reduced out of it).</li>
  * <li>barrier: arrive, wait for every peer.</li>
  * </ul>
  */
@@ -57,6 +59,110 @@ public final class SharedCollectives {
         } catch (IllegalStateException unmapped) {
             throw closedUnder(ctx, unmapped);
         }
+    }
+
+    /**
+     * All-gather: this rank's block, already in place in {@code r} (the caller copied it), is
+     * published piece by piece (at most half an area per round); every rank copies the others'
+     * pieces straight out of their areas into {@code r}. One copy in, n-1 copies out.
+     */
+    public static void allGather(OpContext ctx, ShmCollArea a, MemorySegment r, long bytesPerRank) {
+        try {
+            int n = a.ranks();
+            int me = a.rank();
+            long per = a.halfBytes();
+            for (long off = 0; off < bytesPerRank; off += per) {
+                long len = Math.min(per, bytesPerRank - off);
+                long k = a.nextRound();
+                ctx.awaitShared(a, false, k - 1);
+                MemorySegment.copy(r, me * bytesPerRank + off, a.half(me, k), 0, len);
+                a.arrive(k);
+                for (int i = 1; i < n; i++) {
+                    int q = (me + i) % n;
+                    ctx.awaitSharedOne(a, q, false, k);
+                    MemorySegment.copy(a.half(q, k), 0, r, q * bytesPerRank + off, len);
+                }
+            }
+        } catch (IllegalStateException unmapped) {
+            throw closedUnder(ctx, unmapped);
+        }
+    }
+
+    /**
+     * Broadcast of {@code bytes} already in the root's {@code r}: the root publishes them piece by
+     * piece in its area, every other rank copies them out. Every rank arrives at every round (the
+     * others with nothing to publish), which is what tells the root that a half is free again.
+     */
+    public static void broadcast(OpContext ctx, ShmCollArea a, MemorySegment r, long bytes, int root) {
+        try {
+            int me = a.rank();
+            long per = a.halfBytes();
+            for (long off = 0; off < bytes; off += per) {
+                long len = Math.min(per, bytes - off);
+                long k = a.nextRound();
+                ctx.awaitShared(a, false, k - 1);
+                if (me == root) {
+                    MemorySegment.copy(r, off, a.half(me, k), 0, len);
+                }
+                a.arrive(k);
+                if (me != root) {
+                    ctx.awaitSharedOne(a, root, false, k);
+                    MemorySegment.copy(a.half(root, k), 0, r, off, len);
+                }
+            }
+        } catch (IllegalStateException unmapped) {
+            throw closedUnder(ctx, unmapped);
+        }
+    }
+
+    /**
+     * Reduce-scatter of n blocks of {@code count} elements of {@code s} into this rank's block
+     * {@code r}: per round a piece of every block; each rank copies the pieces of the others' blocks
+     * into its area (slot q for rank q), arrives, and reduces its own block's piece from its own
+     * input and the peers' slots, in rank order. The send buffer is left intact.
+     */
+    public static void reduceScatter(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t,
+                                     ReduceOp op) {
+        try {
+            int n = a.ranks();
+            int me = a.rank();
+            int esz = t.size();
+            long per = Math.max(1, a.halfBytes() / ((long) n * esz));
+            boolean inPlace = s.address() + (long) me * count * esz == r.address() && s.isNative() == r.isNative();
+            boolean ownFromArea = inPlace && me >= 2;
+            for (long off = 0; off < count; off += per) {
+                long len = Math.min(per, count - off);
+                long pieceBytes = len * esz;
+                long k = a.nextRound();
+                ctx.awaitShared(a, false, k - 1);
+                MemorySegment mine = a.half(me, k);
+                for (int q = 0; q < n; q++) {
+                    if (q != me || ownFromArea) {
+                        MemorySegment.copy(s, (q * count + off) * esz, mine, q * pieceBytes, pieceBytes);
+                    }
+                }
+                a.arrive(k);
+                ctx.awaitShared(a, false, k);
+                MemorySegment dst = r.asSlice(off * esz, pieceBytes);
+                Reductions.reduce(dst, rsSource(a, s, k, 0, me, ownFromArea, count, off, pieceBytes, esz),
+                        rsSource(a, s, k, 1, me, ownFromArea, count, off, pieceBytes, esz), len, t, op);
+                for (int q = 2; q < n; q++) {
+                    Reductions.reduce(dst, dst, rsSource(a, s, k, q, me, ownFromArea, count, off, pieceBytes, esz), len, t, op);
+                }
+            }
+            Reductions.finishAvg(r, count, t, op, n);
+        } catch (IllegalStateException unmapped) {
+            throw closedUnder(ctx, unmapped);
+        }
+    }
+
+    /** Rank q's contribution to this rank's block piece in round k: its area slot, or this rank's own input. */
+    private static MemorySegment rsSource(ShmCollArea a, MemorySegment s, long k, int q, int me, boolean ownFromArea, long count, long off,
+                                          long pieceBytes, int esz) {
+        if (q == me && !ownFromArea) {
+            return s.asSlice((me * count + off) * esz, pieceBytes);
+        }
+        return a.half(q, k).asSlice(me * pieceBytes, pieceBytes);
     }
 
     /** Barrier: every rank arrives at the same round before any leaves it. */
