@@ -147,8 +147,13 @@ public final class OpContext {
         }
     }
 
-    /** Pure polling (no PAUSE) at the start of a wait in the shared segment; see {@link #awaitSharedPeer}. */
-    private static final long HOT_SPIN_NANOS = 20_000;
+    /**
+     * Pure polling (no PAUSE) at the start of a wait in the shared segment; see {@link #awaitSharedPeer}.
+     * Short: it covers the sub-microsecond waits of small operations, while a rank that waits for a
+     * peer busy copying goes back to PAUSE (should the two vCPUs be SMT siblings on the host, a
+     * PAUSE-less spin would slow the peer's copy down).
+     */
+    private static final long HOT_SPIN_NANOS = 5_000;
 
     private static long word(ShmCollArea a, int q, boolean reducedWord) {
         return reducedWord ? a.reducedOf(q) : a.arrivedOf(q);
