@@ -134,7 +134,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
         this.allReduceAlgo = allReduceAlgo(config);
-        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "pipe", "pull", "spread");
+        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
         pushArgs.clear();
@@ -176,9 +176,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     private static String allReduceAlgo(Config config) {
         String a = Settings.CUDA_ALLREDUCE.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
-        if (!List.of("auto", "oneshot", "twoshot", "push").contains(a)) {
+        if (!List.of("auto", "oneshot", "twoshot", "push", "push-serial").contains(a)) {
             throw new org.jccl.ConfigException("JCCL_CUDA_ALLREDUCE=" + a + " is not an all-reduce algorithm; use auto, oneshot,"
-                    + " twoshot or push");
+                    + " twoshot, push or push-serial");
         }
         return a;
     }
@@ -474,7 +474,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         boolean oneShot = allReduceAlgo.equals("oneshot") ? fitsOneShot : allReduceAlgo.equals("auto") && fitsOneShot;
         // auto: one-shot up to JCCL_CUDA_ONESHOT_MAX, then push (measured ahead of twoshot at every
         // size from 512 KB on 4x H200: twoshot's loads of rotating peer buffers pay remote TLB misses).
-        boolean push = allReduceAlgo.equals("push") || allReduceAlgo.equals("auto") && !fitsOneShot;
+        boolean push = allReduceAlgo.startsWith("push") || allReduceAlgo.equals("auto") && !fitsOneShot;
         if (push && size > 1 && count > 0) {
             allReducePush(send, recv, op, stream, count, t);
             return;
@@ -537,7 +537,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 }
                 long in = send.address() + off * es;
                 vec &= in % 16 == 0;
-                pushArgs.pushOp(in, recv.address() + off * es, c, slice, currentEpoch + k, vec);
+                pushArgs.pushOp(in, recv.address() + off * es, c, slice, currentEpoch + k, vec, allReduceAlgo.equals("push-serial"));
                 CudaDriver.launchKernel(fn, blocksFor(t.bytes(slice)), Kernels.THREADS, 0, stream.handle(), pushArgs.params(),
                         "allReduce push");
             }
@@ -642,7 +642,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         long total = recv.byteSize();
         long in = rank == root ? send.address() : 0;
-        String algo = broadcastAlgo.equals("auto") ? (size > 2 && total > BCAST_PIPE_MIN ? "pipe" : "spread") : broadcastAlgo;
+        String algo = broadcastAlgo.equals("auto") ? (total > BCAST_PIPE_MIN ? "chain" : "spread") : broadcastAlgo;
         if (size == 1) {
             algo = "spread";
         }
@@ -665,6 +665,19 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     args.dst(q, out(peers, q) + lo);
                 }
                 launchCopy(hi - lo, 1, size, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast spread");
+                return;
+            }
+            if (how.equals("chain")) {
+                // A pipelined chain: every GPU stores to its successor only; about 32 rounds or more.
+                int blocks = blocksFor(total);
+                long part = Math.max(16, Math.min(BCAST_PART, roundUp(ceilDiv(total, blocks * 32L), 16)));
+                part = Math.max(part, Math.min(4096, roundUp(ceilDiv(total, blocks), 16)));
+                args.src(0, in(peers, root));
+                for (int q = 0; q < size; q++) {
+                    args.dst(q, out(peers, q));
+                }
+                args.op(total, currentEpoch, root, size, se | vec | KernelArgs.MODE_CHAIN, (int) part);
+                CudaDriver.launchKernel(kernels.bcast, blocks, Kernels.THREADS, 0, stream.handle(), args.params(), "broadcast chain");
                 return;
             }
             // pipe and pull: n-1 slices, one per non-root rank; the root's links carry each byte once.

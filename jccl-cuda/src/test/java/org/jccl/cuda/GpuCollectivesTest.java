@@ -221,6 +221,8 @@ class GpuCollectivesTest {
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "oneshot", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "twoshot", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "push", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "push-serial", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_BROADCAST", "chain", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pipe", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),
