@@ -618,7 +618,8 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
                 }
                 __syncthreads();
                 if (threadIdx.x == 0) {
-                    __threadfence_system();
+                    // bar.sync then a release store at system scope: the block's stores are ordered
+                    // before the flag (cumulativity), without a full fence.sc per round
                     st_release_sys((uint64_t*)a.signal[succ] + SIG_PIPE + blockIdx.x, base + k + 1);
                 }
             }
@@ -644,7 +645,6 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
             __syncthreads();
             if (threadIdx.x < n - 1) {
                 const int q = threadIdx.x < root ? threadIdx.x : threadIdx.x + 1;
-                __threadfence_system();
                 st_release_sys((uint64_t*)a.signal[q] + SIG_PIPE + blockIdx.x, base + k + 1);
             }
         }
