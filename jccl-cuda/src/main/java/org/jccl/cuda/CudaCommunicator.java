@@ -52,8 +52,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /** Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words; 64 KiB; then the one-shot inbox. */
     private static final long SIGNAL_BYTES = 64 * 1024;
     private static final long SELFTEST_WORD = 4200;
-    /** Broadcasts above this many bytes use the pipelined kernel by default (more than two ranks). */
-    private static final long BCAST_PIPE_MIN = 1 << 20;
+    /** Broadcasts up to this many bytes use the spread kernel by default. */
+    private static final long BCAST_PULL_MIN = 512 << 10;
     /** All-reduces from this many bytes store the reduced slice to one peer at a time (auto). */
     private static final long PUSH_SERIAL_MIN = 32L << 20;
     /** Bytes per block per round of the pipelined broadcast. */
@@ -647,7 +647,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         long total = recv.byteSize();
         long in = rank == root ? send.address() : 0;
-        String algo = broadcastAlgo.equals("auto") ? (total > BCAST_PIPE_MIN ? "chain" : "spread") : broadcastAlgo;
+        String algo = broadcastAlgo.equals("auto") ? autoBroadcast(total) : broadcastAlgo;
         if (size == 1) {
             algo = "spread";
         }
@@ -674,7 +674,13 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
             if (how.equals("chain")) {
                 // A pipelined chain: every GPU stores to its successor only; about 32 rounds or more.
+                // Each round costs every block a flag wait whose price grows with the number of blocks,
+                // so mid sizes run on fewer, larger blocks (measured on 4x H200: 32 blocks best at 64 MB,
+                // 64 at 256 MB-1 GB, all SMs from 4 GB).
                 int blocks = blocksFor(total);
+                if (nblocksOverride == 0) {
+                    blocks = Math.min(blocks, total <= (128L << 20) ? 32 : total <= (2L << 30) ? 64 : maxBlocks);
+                }
                 long part = Math.max(16, Math.min(BCAST_PART, roundUp(ceilDiv(total, blocks * 32L), 16)));
                 part = Math.max(part, Math.min(4096, roundUp(ceilDiv(total, blocks), 16)));
                 args.src(0, in(peers, root));
@@ -716,6 +722,21 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
             launchCopy(hi - lo, 1, nd, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast pull");
         });
+    }
+
+    /**
+     * The broadcast kernel auto picks for {@code bytes} (more than one rank), from the 4x H200
+     * measurements in docs/PERFORMANCE.md: spread while latency dominates, pull up to 8 MB, the
+     * two-stage pipe up to 32 MB, the chain above.
+     */
+    private static String autoBroadcast(long bytes) {
+        if (bytes <= BCAST_PULL_MIN) {
+            return "spread";
+        }
+        if (bytes <= (8L << 20)) {
+            return "pull";
+        }
+        return bytes <= (32L << 20) ? "pipe" : "chain";
     }
 
     @Override
