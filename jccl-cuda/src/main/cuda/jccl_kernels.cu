@@ -228,7 +228,9 @@ __device__ bool block_barrier(const Args& a, int kindBase, bool fenceFirst) {
         }
     }
     __syncthreads();
-    return failed == 0;
+    const bool ok = failed == 0;
+    __syncthreads();  // every thread has read the outcome before a later barrier of this kernel resets it
+    return ok;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -667,6 +669,7 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
             }
             __syncthreads();
             if (failed) return;
+            __syncthreads();  // every thread has read failed before thread 0 waits for the next round
             uint64_t dd[JCCL_MAX_RANKS];
 #pragma unroll
             for (int q = 0; q < JCCL_MAX_RANKS; q++) dd[q] = q < nd ? d[q] + off : 0;
