@@ -725,16 +725,13 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /**
      * The broadcast kernel auto picks for {@code bytes} (more than one rank), from the 4x H200
      * measurements in docs/PERFORMANCE.md: spread while latency dominates, pull up to 8 MB, the
-     * two-stage pipe up to 32 MB, the chain above.
+     * chain above (the two-stage pipe was not reliably ahead of it anywhere).
      */
     private static String autoBroadcast(long bytes) {
         if (bytes <= BCAST_PULL_MIN) {
             return "spread";
         }
-        if (bytes <= (8L << 20)) {
-            return "pull";
-        }
-        return bytes <= (32L << 20) ? "pipe" : "chain";
+        return bytes <= (8L << 20) ? "pull" : "chain";
     }
 
     @Override
