@@ -41,7 +41,7 @@ public final class TopoText {
         Map<Integer, Node> byNuma = new TreeMap<>();
         for (int i = 0; i < t.gpus().size(); i++) {
             Gpu g = t.gpus().get(i);
-            add(byNuma, g.pci(), "GPU " + i + " " + g.deviceId() + (g.uuid().isEmpty() ? "" : " " + g.uuid())
+            add(byNuma, t, g.pci(), "GPU " + i + " " + g.deviceId() + (g.uuid().isEmpty() ? "" : " " + g.uuid())
                     + (g.nvlinkPeers().isEmpty() ? "" : " NVLinks: " + g.nvlinkPeers().size()));
         }
         for (RdmaDevice d : t.rdmaDevices()) {
@@ -53,7 +53,7 @@ public final class TopoText {
             if (!d.netDevices().isEmpty()) {
                 l.append(" (").append(String.join(", ", d.netDevices())).append(')');
             }
-            add(byNuma, d.pci(), l.toString());
+            add(byNuma, t, d.pci(), l.toString());
         }
         List<String> virtual = new ArrayList<>();
         for (NetDevice n : t.netDevices()) {
@@ -61,7 +61,7 @@ public final class TopoText {
             if (n.pci().onPci()) {
                 boolean rdmaNet = t.rdmaDevices().stream().anyMatch(d -> d.netDevices().contains(n.name()));
                 if (!rdmaNet) {
-                    add(byNuma, n.pci(), l);
+                    add(byNuma, t, n.pci(), l);
                 }
             } else {
                 virtual.add(l);
@@ -112,8 +112,10 @@ public final class TopoText {
         return v == Limits.UNLIMITED ? "unlimited" : v == Limits.UNKNOWN ? "?" : bytes ? Doctor.bytes(v) : Long.toString(v);
     }
 
-    private static void add(Map<Integer, Node> byNuma, PciLocation pci, String label) {
-        Node n = byNuma.computeIfAbsent(pci.numaNode(), k -> new Node());
+    private static void add(Map<Integer, Node> byNuma, Topology t, PciLocation pci, String label) {
+        // On a one-node host a device without a node (virtio, numa_node -1) is on that node.
+        int numa = pci.numaNode() < 0 && t.numaNodes().size() == 1 ? t.numaNodes().getFirst().id() : pci.numaNode();
+        Node n = byNuma.computeIfAbsent(numa, k -> new Node());
         if (!pci.onPci()) {
             n.labels.add(label);
             return;
