@@ -610,7 +610,7 @@ public final class Doctor {
             List<RdmaDevice> m = t.rdmaDevices().stream().filter(d -> e.matches(d.name())).toList();
             if (m.isEmpty()) {
                 List<String> near = names.stream().filter(n -> n.startsWith(e.name()) || e.name().startsWith(n)
-                        || EnvCheck.editDistance(n, e.name()) <= 2).toList();
+                        || EnvCheck.editDistance(n, e.name()) <= 2).limit(3).toList();
                 missing.add("'" + e + "' names no RDMA device" + (near.isEmpty() ? "" : " (did you mean " + String.join(" or ", near) + "?)"));
                 continue;
             }

@@ -47,8 +47,9 @@ public final class Nvml implements GpuProbe {
     private Nvml(SymbolLookup lib, Linker linker) {
         this.getHandleByBusId = fn(lib, linker, "nvmlDeviceGetHandleByPciBusId_v2", ADDRESS, ADDRESS);
         this.getUuid = fn(lib, linker, "nvmlDeviceGetUUID", ADDRESS, ADDRESS, JAVA_INT);
-        this.getNvLinkState = fn(lib, linker, "nvmlDeviceGetNvLinkState", ADDRESS, JAVA_INT, ADDRESS);
-        this.getNvLinkRemotePci = fn(lib, linker, "nvmlDeviceGetNvLinkRemotePciInfo_v2", ADDRESS, JAVA_INT, ADDRESS);
+        // NVLink queries are optional: a driver without them still answers UUIDs and P2P.
+        this.getNvLinkState = optional(lib, linker, "nvmlDeviceGetNvLinkState", ADDRESS, JAVA_INT, ADDRESS);
+        this.getNvLinkRemotePci = optional(lib, linker, "nvmlDeviceGetNvLinkRemotePciInfo_v2", ADDRESS, JAVA_INT, ADDRESS);
         this.getP2PStatus = fn(lib, linker, "nvmlDeviceGetP2PStatus", ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
     }
 
@@ -102,6 +103,11 @@ public final class Nvml implements GpuProbe {
         return linker.downcallHandle(sym, FunctionDescriptor.of(JAVA_INT, args));
     }
 
+    @SuppressWarnings("restricted")
+    private static MethodHandle optional(SymbolLookup lib, Linker linker, String name, java.lang.foreign.MemoryLayout... args) {
+        return lib.find(name).map(sym -> linker.downcallHandle(sym, FunctionDescriptor.of(JAVA_INT, args))).orElse(null);
+    }
+
     @Override
     public boolean available() {
         return true;
@@ -136,6 +142,9 @@ public final class Nvml implements GpuProbe {
     @Override
     public List<String> nvlinkPeers(String busId) {
         List<String> out = new ArrayList<>();
+        if (getNvLinkState == null || getNvLinkRemotePci == null) {
+            return out;
+        }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment h = handle(a, busId);
             if (h == null) {
