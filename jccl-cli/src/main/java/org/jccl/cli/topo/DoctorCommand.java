@@ -42,7 +42,8 @@ public final class DoctorCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print the findings as JSON")
     boolean json;
 
-    @Option(names = "--root", paramLabel = "DIR", description = "read sysfs/procfs under DIR instead of / (e.g. a copy from another host)")
+    @Option(names = "--root", paramLabel = "DIR", description = "read sysfs/procfs under DIR instead of / (e.g. a copy from another host);"
+            + " the interface addresses for JCCL_SOCKET_IFNAME and the environment are still this process's")
     Path root;
 
     public DoctorCommand() {

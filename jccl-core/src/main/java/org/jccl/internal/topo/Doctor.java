@@ -596,7 +596,8 @@ public final class Doctor {
         List<String> names = t.rdmaDevices().stream().map(RdmaDevice::name).toList();
         if (raw == null || raw.isBlank()) {
             return t.rdmaDevices().isEmpty() ? skip(id, "JCCL_IB_HCA is unset and there are no RDMA devices")
-                    : pass(id, "JCCL_IB_HCA is unset: every device with an active port may be used (" + String.join(", ", names) + ")");
+                    : pass(id, "JCCL_IB_HCA is unset: every device with an active port may be used (" + String.join(", ",
+                            t.rdmaDevices().stream().filter(RdmaDevice::active).map(RdmaDevice::name).toList()) + ")");
         }
         HcaSpec spec;
         try {

@@ -200,6 +200,7 @@ class TopoDoctorTest {
         assertEquals(Status.SKIP, doctor(Fixtures.discover("dgx8", dir.resolve("ib")), Map.of(), 8).get("roce-gid").status());
         assertHas(doctor(t, Map.of(), 2).get("rdma-ports"), Status.WARN, "mlx5_2:1 is 1: DOWN", "check the cable");
         assertHas(doctor(t, Map.of(), 2).get("rdma-link-layer"), Status.PASS, "Ethernet (RoCE) on every active port");
+        assertHas(doctor(t, Map.of(), 2).get("ib-hca"), Status.PASS, "every device with an active port may be used (mlx5_0, mlx5_1)");
     }
 
     @Test
