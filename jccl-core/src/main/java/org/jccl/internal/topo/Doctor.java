@@ -716,19 +716,28 @@ public final class Doctor {
         }
         String label = "JCCL_SOCKET_IFNAME" + (spec == null ? " is unset" : "=" + spec) + ": bootstrap and TCP use " + s.interfaceName()
                 + " (" + s.address().getHostAddress() + ")";
+        // Names the spec reaches only because an entry is a prefix of them (eth1 -> eth10): asked of
+        // Interfaces itself, one interface at a time, so this follows whatever its grammar is.
         List<String> surprises = new ArrayList<>();
         if (spec != null && !spec.isBlank()) {
-            String body = spec.trim();
-            boolean exclude = body.startsWith("^");
-            body = exclude ? body.substring(1) : body;
-            if (!body.startsWith("=")) {
-                for (String p : body.split(",")) {
-                    String prefix = p.trim();
-                    List<String> longer = in.interfaces().stream().map(Interfaces.Nic::name)
-                            .filter(nm -> nm.startsWith(prefix) && !nm.equals(prefix) && !prefix.isEmpty()).toList();
-                    if (!longer.isEmpty() && in.interfaces().stream().anyMatch(x -> x.name().equals(prefix))) {
-                        surprises.add(prefix + " is a prefix: it also " + (exclude ? "excludes " : "matches ") + String.join(", ", longer));
-                    }
+            boolean exclude = spec.trim().startsWith("^");
+            for (Interfaces.Nic x : in.interfaces()) {
+                if (!x.up() || x.loopback()) {
+                    continue;
+                }
+                List<String> shorter = in.interfaces().stream().map(Interfaces.Nic::name)
+                        .filter(p -> x.name().startsWith(p) && !x.name().equals(p) && spec.contains(p)).toList();
+                if (shorter.isEmpty()) {
+                    continue;
+                }
+                boolean selected;
+                try {
+                    selected = Interfaces.choose(spec, fam, List.of(x)).interfaceName().equals(x.name());
+                } catch (ConfigException e) {
+                    selected = false;
+                }
+                if (selected != exclude) {
+                    surprises.add(shorter.getFirst() + " is a prefix: it also " + (exclude ? "excludes " : "matches ") + x.name());
                 }
             }
         }
