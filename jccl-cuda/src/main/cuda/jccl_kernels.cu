@@ -31,12 +31,15 @@
 #define SIG_READY (2 * JCCL_MAX_BLOCKS * JCCL_MAX_RANKS)      // [receiver rank], stored at the sender
 #define SIG_DONE (SIG_READY + JCCL_MAX_RANKS)                 // [sender rank], stored at the receiver
 #define SIG_COUNTER (SIG_DONE + JCCL_MAX_RANKS)               // local: p2p blocks finished
+#define SIG_PIPE 4352                                         // [block]: broadcast rounds, stored by the root
 
 // Args.mode bits
 #define MODE_START 1      // start barrier
 #define MODE_END 2        // end barrier
 #define MODE_VEC 4        // every pointer is 16-byte aligned: use 16-byte accesses
 #define MODE_MULTI_DST 8  // copy: one source to ndst destinations (else task t: src[t] -> dst[t])
+#define MODE_SPLIT 16     // copy, tasks: the blocks split into nsrc groups, one task each, all tasks at once
+#define MODE_CHAIN 32     // bcast: a pipelined chain root -> root+1 -> ... (each GPU stores to one peer)
 
 // Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
 #define ERR_ABORTED 1
@@ -88,6 +91,8 @@ struct OneShotArgs {
 // order) and stores it into my output and every peer's output; end barrier. No start barrier:
 // scratch slots are free because the previous operation's end barrier came after every reader,
 // and a peer's output is free once its phase-1 flag (set by its running kernel) has arrived.
+#define PUSH_VEC 1     // PushArgs.vec bits: 16-byte accesses
+#define PUSH_SERIAL 2  // phase 2 stores the reduced slice locally, then to one peer after another
 struct PushArgs {
     uint64_t in;
     uint64_t out;
@@ -223,7 +228,9 @@ __device__ bool block_barrier(const Args& a, int kindBase, bool fenceFirst) {
         }
     }
     __syncthreads();
-    return failed == 0;
+    const bool ok = failed == 0;
+    __syncthreads();  // every thread has read the outcome before a later barrier of this kernel resets it
+    return ok;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -405,7 +412,7 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
         int q = (r + k) % n;
         uint64_t lo = (uint64_t)q * slice;
         uint64_t len = lo >= a.count ? 0 : (a.count - lo < slice ? a.count - lo : slice);
-        uint64_t nvec = a.vec ? len / N : 0;
+        uint64_t nvec = (a.vec & PUSH_VEC) ? len / N : 0;
         for (uint64_t v = tid; v < nvec; v += stride) ((uint4*)a.peerScratch[q])[v] = ((const uint4*)(in + lo))[v];
         for (uint64_t i = nvec * N + tid; i < len; i += stride) ((T*)a.peerScratch[q])[i] = in[lo + i];
     }
@@ -414,7 +421,8 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
     // 2. reduce my slice in rank order, store to my output and every peer's
     uint64_t lo = (uint64_t)r * slice;
     uint64_t len = lo >= a.count ? 0 : (a.count - lo < slice ? a.count - lo : slice);
-    uint64_t nvec = a.vec ? len / N : 0;
+    uint64_t nvec = (a.vec & PUSH_VEC) ? len / N : 0;
+    const bool serial = (a.vec & PUSH_SERIAL) != 0;
     for (uint64_t v = tid; v < nvec; v += stride) {
         uint4 x[JCCL_MAX_RANKS];
 #pragma unroll
@@ -422,9 +430,28 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
             if (s < n) x[s] = s == r ? ((const uint4*)(in + lo))[v] : ((const uint4*)a.myScratch[s])[v];
         }
         uint4 o = combine_vec<T, OP>(x, n, a.divisor);
+        if (serial) {
+            ((uint4*)((T*)a.peerOut[r] + lo))[v] = o;
+            continue;
+        }
 #pragma unroll
         for (int q = 0; q < JCCL_MAX_RANKS; q++) {
             if (q < n) ((uint4*)((T*)a.peerOut[q] + lo))[v] = o;
+        }
+    }
+    if (serial) {
+        // the reduced slice, now in my output, goes to one peer at a time (each thread rereads what it wrote)
+        for (int k = 1; k < n; k++) {
+            const int q = (r + k) % n;
+            const uint4* src = (const uint4*)((T*)a.peerOut[r] + lo);
+            uint4* dst = (uint4*)((T*)a.peerOut[q] + lo);
+            uint64_t v = tid;
+            for (; v + stride < nvec; v += 2 * stride) {
+                uint4 x0 = src[v], x1 = src[v + stride];
+                dst[v] = x0;
+                dst[v + stride] = x1;
+            }
+            for (; v < nvec; v += stride) dst[v] = src[v];
         }
     }
     for (uint64_t i = nvec * N + tid; i < len; i += stride) {
@@ -464,37 +491,69 @@ REDUCE_KERNELS(double, double)
 // copy: MULTI_DST: src[0] -> dst[0..ndst); else src[t] -> dst[t] for t < nsrc. count = bytes.
 // A destination equal to its source is skipped (in-place slots).
 
-__device__ __forceinline__ void copy_bytes(const Args& a, uint64_t tid, uint64_t stride) {
+// Copies len bytes from src to each of dst[0..nd) (a destination equal to src is skipped): 16-byte
+// accesses when vec (all pointers and len's vector part aligned), four loads in flight per thread
+// before their stores so remote latency overlaps.
+__device__ __forceinline__ void copy_range(uint64_t src, const uint64_t (&dst)[JCCL_MAX_RANKS], int nd, uint64_t len, bool vec,
+                                           uint64_t tid, uint64_t stride) {
+    const uint64_t nvec = vec ? len / 16 : 0;
+    const uint4* s = (const uint4*)src;
+    uint64_t v = tid;
+    for (; v + 3 * stride < nvec; v += 4 * stride) {
+        uint4 x0 = s[v], x1 = s[v + stride], x2 = s[v + 2 * stride], x3 = s[v + 3 * stride];
+#pragma unroll
+        for (int d = 0; d < JCCL_MAX_RANKS; d++) {
+            if (d < nd && dst[d] != src) {
+                uint4* o = (uint4*)dst[d];
+                o[v] = x0;
+                o[v + stride] = x1;
+                o[v + 2 * stride] = x2;
+                o[v + 3 * stride] = x3;
+            }
+        }
+    }
+    for (; v < nvec; v += stride) {
+        uint4 x = s[v];
+#pragma unroll
+        for (int d = 0; d < JCCL_MAX_RANKS; d++) {
+            if (d < nd && dst[d] != src) ((uint4*)dst[d])[v] = x;
+        }
+    }
+    for (uint64_t i = nvec * 16 + tid; i < len; i += stride) {
+        uint8_t x = ((const uint8_t*)src)[i];
+        for (int d = 0; d < nd; d++) {
+            if (dst[d] != src) ((uint8_t*)dst[d])[i] = x;
+        }
+    }
+}
+
+__device__ __forceinline__ void copy_bytes(const Args& a) {
     const uint64_t bytes = a.count;
-    const bool multi = (a.mode & MODE_MULTI_DST) != 0;
-    const int ntask = multi ? 1 : a.nsrc;
-    const uint64_t nvec = (a.mode & MODE_VEC) ? bytes / 16 : 0;
+    const bool vec = (a.mode & MODE_VEC) != 0;
+    uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    if (a.mode & MODE_MULTI_DST) {
+        copy_range(a.src[0], a.dst, a.ndst, bytes, vec, tid, stride);
+        return;
+    }
+    const int ntask = a.nsrc;
+    if ((a.mode & MODE_SPLIT) && gridDim.x >= (unsigned)ntask) {
+        // All tasks at once (all-to-all: every peer's link busy): group g of the blocks copies task
+        // rank + g, so at any moment the ranks write to all their peers. gridDim is a multiple of ntask.
+        const int t = (a.rank + (int)(blockIdx.x % ntask)) % ntask;
+        const uint64_t groupBlocks = gridDim.x / ntask;
+        tid = (uint64_t)(blockIdx.x / ntask) * blockDim.x + threadIdx.x;
+        stride = groupBlocks * blockDim.x;
+        uint64_t d[JCCL_MAX_RANKS] = {a.dst[t]};
+        copy_range(a.src[t], d, 1, bytes, vec, tid, stride);
+        return;
+    }
     // Tasks in an order rotated by rank (all-to-all: rank r writes to peer r+1, r+2, ... in turn), so
     // the ranks write to different peers at any moment instead of all into rank 0's links first.
     for (int k = 0; k < ntask; k++) {
         const int t = (a.rank + k) % ntask;
-        const uint64_t src = a.src[t];
-        for (uint64_t v = tid; v < nvec; v += stride) {
-            uint4 x = ((const uint4*)src)[v];
-            if (multi) {
-#pragma unroll
-                for (int d = 0; d < JCCL_MAX_RANKS; d++) {
-                    if (d < a.ndst && a.dst[d] != src) ((uint4*)a.dst[d])[v] = x;
-                }
-            } else if (a.dst[t] != src) {
-                ((uint4*)a.dst[t])[v] = x;
-            }
-        }
-        for (uint64_t i = nvec * 16 + tid; i < bytes; i += stride) {
-            uint8_t x = ((const uint8_t*)src)[i];
-            if (multi) {
-                for (int d = 0; d < a.ndst; d++) {
-                    if (a.dst[d] != src) ((uint8_t*)a.dst[d])[i] = x;
-                }
-            } else if (a.dst[t] != src) {
-                ((uint8_t*)a.dst[t])[i] = x;
-            }
-        }
+        uint64_t d[JCCL_MAX_RANKS] = {a.dst[t]};
+        copy_range(a.src[t], d, 1, bytes, vec, tid, stride);
     }
 }
 
@@ -502,7 +561,121 @@ extern "C" __global__ void __launch_bounds__(512) jccl_copy(Args a) {
     if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
         return;
     }
-    copy_bytes(a, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, (uint64_t)gridDim.x * blockDim.x);
+    copy_bytes(a);
+    if (a.mode & MODE_END) {
+        block_barrier(a, SIG_END, true);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bcast: pipelined broadcast by stores only, balanced so the root's outgoing links carry each byte
+// once. Args: src[0] = the root's input (used by the root), dst[q] = rank q's output (mapped here),
+// nsrc = root, divisor = bytes per block per round (a multiple of 16), count = bytes.
+// The data is cut into n-1 slices, one per non-root rank j. In round k the root's block b stores its
+// part of round k of every slice j straight into rank j's output, then raises rank j's pipe flag for
+// block b; block b of rank j waits for that flag and forwards the same part from its own output to
+// every other non-root's output. The root never waits inside the rounds, so the two stages overlap.
+// Start barrier: every output is free; end barrier: every store has landed.
+// MODE_CHAIN: the same rounds along a chain root -> root+1 -> ..., so that every GPU stores to one
+// peer only (measured faster than storing to several peers at once on NVSwitch).
+
+extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
+    __shared__ int failed;
+    if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
+        return;
+    }
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    const int n = a.nranks, root = a.nsrc, r = a.rank;
+    const uint64_t bytes = a.count;
+    const uint64_t part = (uint64_t)a.divisor;
+    const uint64_t round = part * gridDim.x;
+    const bool vec = (a.mode & MODE_VEC) != 0;
+    const uint64_t base = a.epoch << 24;
+    uint64_t* mine = (uint64_t*)a.signal[r];
+    if (a.mode & MODE_CHAIN) {
+        // Chain: position p = r - root; rank p stores each round into rank p+1's output (the root
+        // from its input, the others from their own output once rank p-1's flag says it landed).
+        const int pos = (r - root + n) % n;
+        const int succ = (r + 1) % n;
+        const uint64_t rounds = (bytes + round - 1) / round;
+        if (pos == n - 1) {
+            // last in the chain: receives only; the end barrier covers the predecessor's stores
+        } else {
+            for (uint64_t k = 0; k < rounds; k++) {
+                const uint64_t off = k * round + blockIdx.x * part;
+                const uint64_t len = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
+                if (pos > 0) {
+                    if (threadIdx.x == 0 && !wait_geq(mine + SIG_PIPE + blockIdx.x, base + k + 1, a.abortFlag, a.status,
+                                                      a.timeoutNs, a.epoch, (r - 1 + n) % n)) {
+                        failed = 1;
+                    }
+                    __syncthreads();
+                    if (failed) return;
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off};
+                    copy_range(a.dst[r] + off, d, 1, len, vec, threadIdx.x, blockDim.x);
+                } else {
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off, a.dst[r] + off};
+                    copy_range(a.src[0] + off, d, 2, len, vec, threadIdx.x, blockDim.x);
+                }
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    // bar.sync then a release store at system scope: the block's stores are ordered
+                    // before the flag (cumulativity), without a full fence.sc per round
+                    st_release_sys((uint64_t*)a.signal[succ] + SIG_PIPE + blockIdx.x, base + k + 1);
+                }
+            }
+        }
+        if (a.mode & MODE_END) {
+            block_barrier(a, SIG_END, true);
+        }
+        return;
+    }
+    const uint64_t slice = ((bytes + n - 2) / (n - 1) + 15) / 16 * 16;
+    const uint64_t rounds = (slice + round - 1) / round;
+    if (r == root) {
+        for (uint64_t k = 0; k < rounds; k++) {
+            const uint64_t in = k * round + blockIdx.x * part;  // offset inside each slice
+            for (int j = 0; j < n - 1; j++) {
+                const int q = j < root ? j : j + 1;
+                const uint64_t off = j * slice + in;
+                uint64_t len = in >= slice ? 0 : (slice - in < part ? slice - in : part);
+                len = off >= bytes ? 0 : (bytes - off < len ? bytes - off : len);
+                uint64_t d[JCCL_MAX_RANKS] = {a.dst[q] + off, a.dst[root] + off};
+                copy_range(a.src[0] + off, d, 2, len, vec, threadIdx.x, blockDim.x);
+            }
+            __syncthreads();
+            if (threadIdx.x < n - 1) {
+                const int q = threadIdx.x < root ? threadIdx.x : threadIdx.x + 1;
+                st_release_sys((uint64_t*)a.signal[q] + SIG_PIPE + blockIdx.x, base + k + 1);
+            }
+        }
+    } else {
+        const int j = r < root ? r : r - 1;
+        uint64_t d[JCCL_MAX_RANKS];
+        int nd = 0;
+#pragma unroll
+        for (int q = 0; q < JCCL_MAX_RANKS; q++) {
+            if (q < n && q != root && q != r) d[nd++] = a.dst[q];
+        }
+        for (uint64_t k = 0; k < rounds; k++) {
+            const uint64_t in = k * round + blockIdx.x * part;
+            const uint64_t off = j * slice + in;
+            uint64_t len = in >= slice ? 0 : (slice - in < part ? slice - in : part);
+            len = off >= bytes ? 0 : (bytes - off < len ? bytes - off : len);
+            if (threadIdx.x == 0 && !wait_geq(mine + SIG_PIPE + blockIdx.x, base + k + 1, a.abortFlag, a.status, a.timeoutNs,
+                                              a.epoch, root)) {
+                failed = 1;
+            }
+            __syncthreads();
+            if (failed) return;
+            __syncthreads();  // every thread has read failed before thread 0 waits for the next round
+            uint64_t dd[JCCL_MAX_RANKS];
+#pragma unroll
+            for (int q = 0; q < JCCL_MAX_RANKS; q++) dd[q] = q < nd ? d[q] + off : 0;
+            copy_range(a.dst[r] + off, dd, nd, len, vec, threadIdx.x, blockDim.x);
+        }
+    }
     if (a.mode & MODE_END) {
         block_barrier(a, SIG_END, true);
     }

@@ -4,13 +4,15 @@ import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.cli.perf.PerfCommand;
 import org.jccl.cli.run.RunCommand;
+import org.jccl.cli.topo.DoctorCommand;
+import org.jccl.cli.topo.TopoCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code jccl} command. Subcommands: perf, run (later doctor, topo, env). */
+/** The {@code jccl} command. Subcommands: perf, run, topo, doctor (later env). */
 @Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = JcclCli.Version.class,
         description = "jccl: collective communication for the JVM.",
-        subcommands = {PerfCommand.class, RunCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {PerfCommand.class, RunCommand.class, TopoCommand.class, DoctorCommand.class, CommandLine.HelpCommand.class})
 public final class JcclCli implements Runnable {
 
     public static void main(String[] args) {

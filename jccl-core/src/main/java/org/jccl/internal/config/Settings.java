@@ -90,9 +90,18 @@ public final class Settings {
             "largest all-reduce (bytes) that uses the one-shot kernel (every GPU reads every peer); above it, two-shot");
     public static final Setting CUDA_ALLREDUCE = Setting.define("JCCL_CUDA_ALLREDUCE", null, STRING, "auto", 0, 0,
             "GPU all-reduce algorithm: auto, oneshot (pushes into every peer's inbox; at most JCCL_CUDA_ONESHOT_MAX), twoshot"
-                    + " (loads from peers, stores to peers) or push (stores only, through scratch)");
+                    + " (loads from peers, stores to peers), push (stores only, through scratch) or push-serial (push, the reduced"
+                    + " slice stored to one peer after another)");
     public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
             "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
+    public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,
+            "GPU broadcast algorithm: auto, chain (pipelined chain root -> root+1 -> ...: every GPU stores to one peer),"
+                    + " pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
+                    + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
+                    + " of the root's buffer and stores it to every rank)");
+    public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,
+            "GPU all-to-all: auto, split (the blocks split over the peers: every link busy at once) or serial (one peer after"
+                    + " another, in an order rotated by rank)");
     public static final Setting NCCL_LIBRARY = Setting.define("JCCL_NCCL_LIBRARY", null, STRING, null, 0, 0,
             "path of libnccl.so.2 for --backend nccl; default: the loader path, then the nvidia-nccl Python wheels");
 
@@ -103,6 +112,17 @@ public final class Settings {
             "subsystems logged at INFO/TRACE: INIT,COLL,P2P,NET,BOOTSTRAP,TUNING,ENV,ALL; ^ excludes");
     public static final Setting DEBUG_FILE = Setting.define("JCCL_DEBUG_FILE", "NCCL_DEBUG_FILE", STRING, null, 0, 0,
             "log file instead of stderr; %h host, %p pid, %r rank");
+
+    // ---- topology and RDMA device choice (org.jccl.internal.topo; jccl topo, jccl doctor)
+    public static final Setting TOPO_FILE = Setting.define("JCCL_TOPO_FILE", null, STRING, null, 0, 0,
+            "read the host's topology from this JSON file (written by jccl topo --json or JCCL_TOPO_DUMP_FILE) instead of sysfs");
+    public static final Setting TOPO_DUMP_FILE = Setting.define("JCCL_TOPO_DUMP_FILE", null, STRING, null, 0, 0,
+            "write the detected topology to this JSON file (%h host, %p pid)");
+    public static final Setting IB_HCA = Setting.define("JCCL_IB_HCA", "NCCL_IB_HCA", STRING, null, 0, 0,
+            "RDMA devices to use: mlx5_0,mlx5_1:1 (exact names, :port), ^ to exclude, a trailing * for a prefix (mlx5_*);"
+                    + " unset: every device with an active port");
+    public static final Setting IB_GID_INDEX = Setting.define("JCCL_IB_GID_INDEX", "NCCL_IB_GID_INDEX", INT, null, 0, 1023,
+            "RoCE: GID table index to use; unset: the first RoCE v2 GID with an IPv4 address");
 
     /** Forces the class to load so every constant above is registered. */
     static void init() {
