@@ -513,12 +513,7 @@ public final class Collectives {
         if (n == 1 || bytes == 0) {
             return;
         }
-        Tuner tu = ctx.tuner();
-        if (tu.sharedAvailable() && tu.choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER, Algo.SHARED) == Algo.SHARED) {
-            SharedCollectives.broadcast(ctx, ctx.sharedArea(), r, bytes, root);
-            return;
-        }
-        if (tu.choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER) == Algo.SCATTER_ALLGATHER) {
+        if (ctx.tuner().choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER) == Algo.SCATTER_ALLGATHER) {
             scatterAllGatherBroadcast(ctx, r, bytes, root);
             return;
         }

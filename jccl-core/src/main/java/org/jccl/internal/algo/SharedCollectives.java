@@ -13,7 +13,7 @@ import org.jccl.internal.transport.shm.ShmCollArea;
 /**
  * Collectives straight through the communicator's shared collective segment ({@link ShmCollArea}),
  * for communicators whose ranks are all on this host over SHM ({@code JCCL_ALGO} name {@code
- * shared}): allReduce, allGather, reduceScatter, broadcast, barrier. No message, request or progress engine: each rank copies what its peers need into its
+ * shared}): allReduce, allGather, reduceScatter, barrier. No message, request or progress engine: each rank copies what its peers need into its
  * own area, publishes the round with a release store, and reads the peers' areas after acquire
  * loads of theirs. They run on whichever thread runs the operation (the caller's own for a blocking
  * call with nothing queued), in issue order with every other operation of the communicator.
@@ -30,14 +30,24 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  *     into its area, says "reduced", and copies the peers' reduced slices out of their areas. Each
  *     slice is reduced once, so all ranks hold the same bits. About 4 passes over the data per rank
  *     (one copy in, one reduction, one copy out) instead of the rings' two copies per transfer.</li>
- * <li>allGather, broadcast, reduceScatter: the same rounds; every byte is copied once into the
- *     writer's area and once out of it (reduceScatter: reduced out of it).</li>
+ * <li>allGather, reduceScatter: the same rounds; every byte is copied once into the writer's area
+ *     and once out of it (reduceScatter: reduced out of it). Broadcast stays on the rings: a
+ *     broadcast through the segment (the root one round ahead of the readers at most) measured
+ *     slower than the rings' 8 slots in flight.</li>
  * <li>barrier: arrive, wait for every peer.</li>
  * </ul>
  */
 public final class SharedCollectives {
     private SharedCollectives() {
     }
+
+    /**
+     * Piece per round of the all-gather: small enough that the readers copy a piece out while it is
+     * still in the writer's cache, as the rings' 512 KiB chunks are; a whole half area (2 MiB) per
+     * round measured half the rings' bandwidth (copy in, then copy out, from memory), 256 KiB
+     * pieces ahead of the rings from 2 MiB up (docs/PERFORMANCE.md).
+     */
+    private static final long PIPELINE_PIECE = 256 << 10;
 
     /** All-reduce of {@code count} elements from {@code s} into {@code r} (may be the same memory). */
     public static void allReduce(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
@@ -70,7 +80,7 @@ public final class SharedCollectives {
         try {
             int n = a.ranks();
             int me = a.rank();
-            long per = a.halfBytes();
+            long per = Math.min(a.halfBytes(), PIPELINE_PIECE);
             for (long off = 0; off < bytesPerRank; off += per) {
                 long len = Math.min(per, bytesPerRank - off);
                 long k = a.nextRound();
@@ -81,33 +91,6 @@ public final class SharedCollectives {
                     int q = (me + i) % n;
                     ctx.awaitSharedOne(a, q, false, k);
                     MemorySegment.copy(a.half(q, k), 0, r, q * bytesPerRank + off, len);
-                }
-            }
-        } catch (IllegalStateException unmapped) {
-            throw closedUnder(ctx, unmapped);
-        }
-    }
-
-    /**
-     * Broadcast of {@code bytes} already in the root's {@code r}: the root publishes them piece by
-     * piece in its area, every other rank copies them out. Every rank arrives at every round (the
-     * others with nothing to publish), which is what tells the root that a half is free again.
-     */
-    public static void broadcast(OpContext ctx, ShmCollArea a, MemorySegment r, long bytes, int root) {
-        try {
-            int me = a.rank();
-            long per = a.halfBytes();
-            for (long off = 0; off < bytes; off += per) {
-                long len = Math.min(per, bytes - off);
-                long k = a.nextRound();
-                ctx.awaitShared(a, false, k - 1);
-                if (me == root) {
-                    MemorySegment.copy(r, off, a.half(me, k), 0, len);
-                }
-                a.arrive(k);
-                if (me != root) {
-                    ctx.awaitSharedOne(a, root, false, k);
-                    MemorySegment.copy(a.half(root, k), 0, r, off, len);
                 }
             }
         } catch (IllegalStateException unmapped) {

@@ -56,7 +56,7 @@ public final class Settings {
     public static final Setting SHM_SLOTS = Setting.define("JCCL_SHM_SLOTS", null, INT, "8", 1, 1024,
             "slots per shared-memory ring (chunks in flight); each rank reserves slots x chunk per same-host peer");
     public static final Setting SHM_COLL_BUFFER = Setting.define("JCCL_SHM_COLL_BUFFER", null, BYTES, "4M", 0, 1L << 30,
-            "bytes per rank of the communicator's shared collective segment (all-reduce, all-gather, reduce-scatter, broadcast and"
+            "bytes per rank of the communicator's shared collective segment (all-reduce, all-gather, reduce-scatter and"
             + " barrier straight through shared memory when every rank is on this host over SHM; rank 0 reserves ranks x this); 0: no"
             + " segment, collectives use the rings");
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,

@@ -238,8 +238,8 @@ public final class Tuner {
      * Model cost of the shared collective segment ({@link #SHARED}'s constants), m bytes, n ranks,
      * h bytes per rank per round: barrier one step; all-reduce one-step alpha + m copy + (n-1) m
      * gamma; two-step, per round of h bytes, 2 alpha, and in all (n-1)/n m copy in + (n-1)/n m
-     * gamma + m/n copy of the reduced slice into the area + (n-1)/n m copy out; all-gather,
-     * broadcast and reduce-scatter: one copy in and one out (or one reduction) per byte.
+     * gamma + m/n copy of the reduced slice into the area + (n-1)/n m copy out; all-gather and
+     * reduce-scatter: one copy in and one out (or one reduction) per byte.
      */
     static double sharedCost(Coll coll, long bytes, int n, long h) {
         if (h <= 0) {
@@ -251,8 +251,6 @@ public final class Tuner {
             case BARRIER -> s.alpha;
             // m: the whole output (n blocks): one block copied in, n-1 copied out.
             case ALLGATHER -> s.alpha * Math.max(1, (bytes / n + h - 1) / h) + (m / n + (n - 1.0) / n * m) * s.copy;
-            // the root copies m in, every other rank m out (their copies run side by side)
-            case BROADCAST -> s.alpha * Math.max(1, (bytes + h - 1) / h) + 2 * m * s.copy;
             // m: the whole input (n blocks): n-1 blocks copied in, one reduced from n
             case REDUCESCATTER -> 2 * s.alpha * Math.max(1, (bytes + h - 1) / h) + (n - 1.0) / n * m * (s.copy + s.gamma);
             case ALLREDUCE -> sharedOneShot(bytes, n, h)
