@@ -236,8 +236,9 @@ public final class Log {
             try {
                 set.add(Subsys.valueOf(p));
             } catch (IllegalArgumentException e) {
+                String hint = DidYouMean.hint(p, names, "");
                 throw new ConfigException("JCCL_DEBUG_SUBSYS='" + spec + "' names " + part.trim() + ", which is not a subsystem"
-                        + DidYouMean.hint(p, names, "") + " Allowed: " + subsystemNames() + " or ALL; ^ in front excludes the"
+                        + (hint.isEmpty() ? "." : hint) + " Allowed: " + subsystemNames() + " or ALL; ^ in front excludes the"
                         + " subsystems listed");
             }
         }
