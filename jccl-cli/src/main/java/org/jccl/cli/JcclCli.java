@@ -2,15 +2,16 @@ package org.jccl.cli;
 
 import org.jccl.Jccl;
 import org.jccl.JcclException;
+import org.jccl.cli.env.EnvCommand;
 import org.jccl.cli.perf.PerfCommand;
 import org.jccl.cli.run.RunCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code jccl} command. Subcommands: perf, run (later doctor, topo, env). */
+/** The {@code jccl} command. Subcommands: perf, run, env (later doctor, topo). */
 @Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = JcclCli.Version.class,
         description = "jccl: collective communication for the JVM.",
-        subcommands = {PerfCommand.class, RunCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {PerfCommand.class, RunCommand.class, EnvCommand.class, CommandLine.HelpCommand.class})
 public final class JcclCli implements Runnable {
 
     public static void main(String[] args) {

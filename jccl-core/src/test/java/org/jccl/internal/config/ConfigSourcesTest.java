@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import org.jccl.Config;
 import org.jccl.ConfigException;
+import org.jccl.Jccl;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -194,6 +195,14 @@ class ConfigSourcesTest {
         e = assertThrows(ConfigException.class, file::validate);
         assertEquals("JCCL_DEBUG_FILE='/tmp/j.%d.log' is not allowed: %d is not a placeholder; expected a path where %h is replaced by"
                 + " the host name, %p by the pid, %r by the rank and %% by %; set by JCCL_DEBUG_FILE in code (Config.with)", e.getMessage());
+    }
+
+    @Test
+    void initRejectsABadValueBeforeAnythingStarts() {
+        Config bad = Config.defaults().with("NCCL_SHM_DISABLE", "perhaps");
+        ConfigException e = assertThrows(ConfigException.class, () -> Jccl.initLocal(2, bad));
+        assertEquals("JCCL_SHM_DISABLE='perhaps' is not allowed: expected 1/0, true/false, yes/no or on/off (" + Settings.SHM_DISABLE.doc()
+                + "); set by NCCL_SHM_DISABLE in code (Config.with)", e.getMessage());
     }
 
     @Test
