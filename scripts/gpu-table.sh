@@ -5,7 +5,8 @@
 #   COLLS="all_reduce all_gather" TYPES="float bfloat16" scripts/gpu-table.sh
 #
 # Environment: NGPUS (default: all), COLLS, TYPES (default float), BACKENDS (default "jccl nccl"),
-# AR_VARIANTS (extra JCCL_CUDA_ALLREDUCE values for all_reduce, e.g. "push"), MINB (8), MAXB (1G,
+# AR_VARIANTS (extra JCCL_CUDA_ALLREDUCE values for all_reduce, e.g. "push"), VARIANTS (extra jccl
+# runs with one setting forced, "coll:NAME=VALUE ...", e.g. "broadcast:JCCL_CUDA_BROADCAST=pull"), MINB (8), MAXB (1G,
 # checked with -c 1), BIGB (8G: sizes above MAXB up to it run with -c 0 to fit the call's time).
 # NCCL is the nvidia-nccl wheel's (the anchor's 2.28.9), not the system's older copy.
 set -u
@@ -24,6 +25,7 @@ COLLS=${COLLS:-"all_reduce all_gather reduce_scatter alltoall sendrecv broadcast
 TYPES=${TYPES:-float}
 BACKENDS=${BACKENDS:-"jccl nccl"}
 AR_VARIANTS=${AR_VARIANTS:-}
+VARIANTS=${VARIANTS:-}
 MINB=${MINB:-8}; MAXB=${MAXB:-1G}; BIGB=${BIGB:-8G}
 PERF="java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -jar .device/cli/jccl-cli.jar perf"
 summary=$OUT/summary.txt
@@ -32,18 +34,19 @@ for coll in $COLLS; do
         [ "$t" != float ] && [ "$coll" != all_reduce ] && continue
         runs=""
         for b in $BACKENDS; do runs="$runs $b:"; done
-        [ "$coll" = all_reduce ] && for v in $AR_VARIANTS; do runs="$runs jccl:$v"; done
+        [ "$coll" = all_reduce ] && for v in $AR_VARIANTS; do runs="$runs jccl:JCCL_CUDA_ALLREDUCE=$v"; done
+        for v in $VARIANTS; do [ "${v%%:*}" = "$coll" ] && runs="$runs jccl:${v#*:}"; done
         for r in $runs; do
             b=${r%%:*}; v=${r#*:}
             f=$OUT/table-$coll.txt
-            echo "### $coll $t backend=$b ${v:+JCCL_CUDA_ALLREDUCE=$v} NGPUS=$NGPUS" | tee -a "$f"
+            echo "### $coll $t backend=$b ${v} NGPUS=$NGPUS" | tee -a "$f"
             cmd="$PERF $coll -g $NGPUS -d $t -b $MINB -e $MAXB -f 4 -w 5 -n 20 -c 1 --backend $b"
-            echo "# $cmd" >>"$f"
-            JCCL_CUDA_ALLREDUCE=${v:-auto} timeout 150 $cmd >>"$f" 2>&1; echo "# exit $?" >>"$f"
+            echo "# ${v:+$v }$cmd" >>"$f"
+            env $v timeout 150 $cmd >>"$f" 2>&1; echo "# exit $?" >>"$f"
             if [ -n "$BIGB" ]; then
                 cmd="$PERF $coll -g $NGPUS -d $t -b 4G -e $BIGB -f 2 -w 2 -n 5 -c 0 --backend $b"
-                echo "# $cmd" >>"$f"
-                JCCL_CUDA_ALLREDUCE=${v:-auto} timeout 120 $cmd 2>&1 | grep -E '^ +[0-9]' >>"$f"; echo "# exit $?" >>"$f"
+                echo "# ${v:+$v }$cmd" >>"$f"
+                env $v timeout 120 $cmd 2>&1 | grep -E '^ +[0-9]' >>"$f"; echo "# exit $?" >>"$f"
             fi
         done
     done

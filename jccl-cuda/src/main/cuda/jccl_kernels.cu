@@ -31,12 +31,14 @@
 #define SIG_READY (2 * JCCL_MAX_BLOCKS * JCCL_MAX_RANKS)      // [receiver rank], stored at the sender
 #define SIG_DONE (SIG_READY + JCCL_MAX_RANKS)                 // [sender rank], stored at the receiver
 #define SIG_COUNTER (SIG_DONE + JCCL_MAX_RANKS)               // local: p2p blocks finished
+#define SIG_PIPE 4352                                         // [block]: broadcast rounds, stored by the root
 
 // Args.mode bits
 #define MODE_START 1      // start barrier
 #define MODE_END 2        // end barrier
 #define MODE_VEC 4        // every pointer is 16-byte aligned: use 16-byte accesses
 #define MODE_MULTI_DST 8  // copy: one source to ndst destinations (else task t: src[t] -> dst[t])
+#define MODE_SPLIT 16     // copy, tasks: the blocks split into nsrc groups, one task each, all tasks at once
 
 // Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
 #define ERR_ABORTED 1
@@ -464,37 +466,69 @@ REDUCE_KERNELS(double, double)
 // copy: MULTI_DST: src[0] -> dst[0..ndst); else src[t] -> dst[t] for t < nsrc. count = bytes.
 // A destination equal to its source is skipped (in-place slots).
 
-__device__ __forceinline__ void copy_bytes(const Args& a, uint64_t tid, uint64_t stride) {
+// Copies len bytes from src to each of dst[0..nd) (a destination equal to src is skipped): 16-byte
+// accesses when vec (all pointers and len's vector part aligned), four loads in flight per thread
+// before their stores so remote latency overlaps.
+__device__ __forceinline__ void copy_range(uint64_t src, const uint64_t (&dst)[JCCL_MAX_RANKS], int nd, uint64_t len, bool vec,
+                                           uint64_t tid, uint64_t stride) {
+    const uint64_t nvec = vec ? len / 16 : 0;
+    const uint4* s = (const uint4*)src;
+    uint64_t v = tid;
+    for (; v + 3 * stride < nvec; v += 4 * stride) {
+        uint4 x0 = s[v], x1 = s[v + stride], x2 = s[v + 2 * stride], x3 = s[v + 3 * stride];
+#pragma unroll
+        for (int d = 0; d < JCCL_MAX_RANKS; d++) {
+            if (d < nd && dst[d] != src) {
+                uint4* o = (uint4*)dst[d];
+                o[v] = x0;
+                o[v + stride] = x1;
+                o[v + 2 * stride] = x2;
+                o[v + 3 * stride] = x3;
+            }
+        }
+    }
+    for (; v < nvec; v += stride) {
+        uint4 x = s[v];
+#pragma unroll
+        for (int d = 0; d < JCCL_MAX_RANKS; d++) {
+            if (d < nd && dst[d] != src) ((uint4*)dst[d])[v] = x;
+        }
+    }
+    for (uint64_t i = nvec * 16 + tid; i < len; i += stride) {
+        uint8_t x = ((const uint8_t*)src)[i];
+        for (int d = 0; d < nd; d++) {
+            if (dst[d] != src) ((uint8_t*)dst[d])[i] = x;
+        }
+    }
+}
+
+__device__ __forceinline__ void copy_bytes(const Args& a) {
     const uint64_t bytes = a.count;
-    const bool multi = (a.mode & MODE_MULTI_DST) != 0;
-    const int ntask = multi ? 1 : a.nsrc;
-    const uint64_t nvec = (a.mode & MODE_VEC) ? bytes / 16 : 0;
+    const bool vec = (a.mode & MODE_VEC) != 0;
+    uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    if (a.mode & MODE_MULTI_DST) {
+        copy_range(a.src[0], a.dst, a.ndst, bytes, vec, tid, stride);
+        return;
+    }
+    const int ntask = a.nsrc;
+    if ((a.mode & MODE_SPLIT) && gridDim.x >= (unsigned)ntask) {
+        // All tasks at once (all-to-all: every peer's link busy): group g of the blocks copies task
+        // rank + g, so at any moment the ranks write to all their peers. gridDim is a multiple of ntask.
+        const int t = (a.rank + (int)(blockIdx.x % ntask)) % ntask;
+        const uint64_t groupBlocks = gridDim.x / ntask;
+        tid = (uint64_t)(blockIdx.x / ntask) * blockDim.x + threadIdx.x;
+        stride = groupBlocks * blockDim.x;
+        uint64_t d[JCCL_MAX_RANKS] = {a.dst[t]};
+        copy_range(a.src[t], d, 1, bytes, vec, tid, stride);
+        return;
+    }
     // Tasks in an order rotated by rank (all-to-all: rank r writes to peer r+1, r+2, ... in turn), so
     // the ranks write to different peers at any moment instead of all into rank 0's links first.
     for (int k = 0; k < ntask; k++) {
         const int t = (a.rank + k) % ntask;
-        const uint64_t src = a.src[t];
-        for (uint64_t v = tid; v < nvec; v += stride) {
-            uint4 x = ((const uint4*)src)[v];
-            if (multi) {
-#pragma unroll
-                for (int d = 0; d < JCCL_MAX_RANKS; d++) {
-                    if (d < a.ndst && a.dst[d] != src) ((uint4*)a.dst[d])[v] = x;
-                }
-            } else if (a.dst[t] != src) {
-                ((uint4*)a.dst[t])[v] = x;
-            }
-        }
-        for (uint64_t i = nvec * 16 + tid; i < bytes; i += stride) {
-            uint8_t x = ((const uint8_t*)src)[i];
-            if (multi) {
-                for (int d = 0; d < a.ndst; d++) {
-                    if (a.dst[d] != src) ((uint8_t*)a.dst[d])[i] = x;
-                }
-            } else if (a.dst[t] != src) {
-                ((uint8_t*)a.dst[t])[i] = x;
-            }
-        }
+        uint64_t d[JCCL_MAX_RANKS] = {a.dst[t]};
+        copy_range(a.src[t], d, 1, bytes, vec, tid, stride);
     }
 }
 
@@ -502,7 +536,81 @@ extern "C" __global__ void __launch_bounds__(512) jccl_copy(Args a) {
     if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
         return;
     }
-    copy_bytes(a, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, (uint64_t)gridDim.x * blockDim.x);
+    copy_bytes(a);
+    if (a.mode & MODE_END) {
+        block_barrier(a, SIG_END, true);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bcast: pipelined broadcast by stores only, balanced so the root's outgoing links carry each byte
+// once. Args: src[0] = the root's input (used by the root), dst[q] = rank q's output (mapped here),
+// nsrc = root, divisor = bytes per block per round (a multiple of 16), count = bytes.
+// The data is cut into n-1 slices, one per non-root rank j. In round k the root's block b stores its
+// part of round k of every slice j straight into rank j's output, then raises rank j's pipe flag for
+// block b; block b of rank j waits for that flag and forwards the same part from its own output to
+// every other non-root's output. The root never waits inside the rounds, so the two stages overlap.
+// Start barrier: every output is free; end barrier: every store has landed.
+
+extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
+    __shared__ int failed;
+    if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
+        return;
+    }
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    const int n = a.nranks, root = a.nsrc, r = a.rank;
+    const uint64_t bytes = a.count;
+    const uint64_t slice = ((bytes + n - 2) / (n - 1) + 15) / 16 * 16;
+    const uint64_t part = (uint64_t)a.divisor;
+    const uint64_t round = part * gridDim.x;
+    const uint64_t rounds = (slice + round - 1) / round;
+    const bool vec = (a.mode & MODE_VEC) != 0;
+    const uint64_t base = a.epoch << 24;
+    uint64_t* mine = (uint64_t*)a.signal[r];
+    if (r == root) {
+        for (uint64_t k = 0; k < rounds; k++) {
+            const uint64_t in = k * round + blockIdx.x * part;  // offset inside each slice
+            for (int j = 0; j < n - 1; j++) {
+                const int q = j < root ? j : j + 1;
+                const uint64_t off = j * slice + in;
+                uint64_t len = in >= slice ? 0 : (slice - in < part ? slice - in : part);
+                len = off >= bytes ? 0 : (bytes - off < len ? bytes - off : len);
+                uint64_t d[JCCL_MAX_RANKS] = {a.dst[q] + off, a.dst[root] + off};
+                copy_range(a.src[0] + off, d, 2, len, vec, threadIdx.x, blockDim.x);
+            }
+            __syncthreads();
+            if (threadIdx.x < n - 1) {
+                const int q = threadIdx.x < root ? threadIdx.x : threadIdx.x + 1;
+                __threadfence_system();
+                st_release_sys((uint64_t*)a.signal[q] + SIG_PIPE + blockIdx.x, base + k + 1);
+            }
+        }
+    } else {
+        const int j = r < root ? r : r - 1;
+        uint64_t d[JCCL_MAX_RANKS];
+        int nd = 0;
+#pragma unroll
+        for (int q = 0; q < JCCL_MAX_RANKS; q++) {
+            if (q < n && q != root && q != r) d[nd++] = a.dst[q];
+        }
+        for (uint64_t k = 0; k < rounds; k++) {
+            const uint64_t in = k * round + blockIdx.x * part;
+            const uint64_t off = j * slice + in;
+            uint64_t len = in >= slice ? 0 : (slice - in < part ? slice - in : part);
+            len = off >= bytes ? 0 : (bytes - off < len ? bytes - off : len);
+            if (threadIdx.x == 0 && !wait_geq(mine + SIG_PIPE + blockIdx.x, base + k + 1, a.abortFlag, a.status, a.timeoutNs,
+                                              a.epoch, root)) {
+                failed = 1;
+            }
+            __syncthreads();
+            if (failed) return;
+            uint64_t dd[JCCL_MAX_RANKS];
+#pragma unroll
+            for (int q = 0; q < JCCL_MAX_RANKS; q++) dd[q] = q < nd ? d[q] + off : 0;
+            copy_range(a.dst[r] + off, dd, nd, len, vec, threadIdx.x, blockDim.x);
+        }
+    }
     if (a.mode & MODE_END) {
         block_barrier(a, SIG_END, true);
     }

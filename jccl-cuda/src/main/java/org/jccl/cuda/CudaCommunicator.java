@@ -52,6 +52,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /** Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words; 64 KiB; then the one-shot inbox. */
     private static final long SIGNAL_BYTES = 64 * 1024;
     private static final long SELFTEST_WORD = 4200;
+    /** Broadcasts above this many bytes use the pipelined kernel by default (more than two ranks). */
+    private static final long BCAST_PIPE_MIN = 1 << 20;
+    /** Bytes per block per round of the pipelined broadcast. */
+    private static final long BCAST_PART = 64 * 1024;
 
     private static final ThreadLocal<GroupState> GROUP = ThreadLocal.withInitial(GroupState::new);
 
@@ -72,6 +76,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final KernelArgs pushArgs;
     private final long pushSlot;
     private final String allReduceAlgo;
+    private final String broadcastAlgo;
+    private final String allToAllAlgo;
     private final int maxBlocks;
     private final long timeoutNs;
     private final int nblocksOverride;
@@ -128,6 +134,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
         this.allReduceAlgo = allReduceAlgo(config);
+        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "pipe", "pull", "spread");
+        this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
         pushArgs.clear();
         pushArgs.pushCommon(abortDev, statusDev, timeoutNs, rank, size);
@@ -156,6 +164,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     private static long pushSlot(Config config) {
         return Settings.CUDA_PUSH_SLOT.getLong(config) / 256 * 256;
+    }
+
+    private static String choice(org.jccl.internal.config.Setting setting, Config config, String... allowed) {
+        String a = setting.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
+        if (!List.of(allowed).contains(a)) {
+            throw new org.jccl.ConfigException(setting.name() + "=" + a + " is not one of " + String.join(", ", allowed));
+        }
+        return a;
     }
 
     private static String allReduceAlgo(Config config) {
@@ -626,20 +642,61 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         long total = recv.byteSize();
         long in = rank == root ? send.address() : 0;
+        String algo = broadcastAlgo.equals("auto") ? (size > 2 && total > BCAST_PIPE_MIN ? "pipe" : "spread") : broadcastAlgo;
+        if (size == 1) {
+            algo = "spread";
+        }
+        String how = algo;
         submitCollective("broadcast", in, recv.address(), stream, peers -> {
             args.clear0();
-            long slice = roundUp(ceilDiv(total, size), 16);
-            long lo = Math.min(rank * slice, total);
-            long hi = Math.min(lo + slice, total);
-            long src = in(peers, root) + lo;
-            args.src(0, src);
             boolean aligned = in(peers, root) % 16 == 0;
             for (int q = 0; q < size; q++) {
-                args.dst(q, out(peers, q) + lo);
                 aligned &= out(peers, q) % 16 == 0;
             }
-            int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | KernelArgs.MODE_MULTI_DST | (aligned ? KernelArgs.MODE_VEC : 0);
-            launchCopy(hi - lo, 1, size, mode, slice, stream, "broadcast");
+            int vec = aligned ? KernelArgs.MODE_VEC : 0;
+            int se = KernelArgs.MODE_START | KernelArgs.MODE_END;
+            if (how.equals("spread")) {
+                // Rank r loads slice r of the root's buffer and stores it into every rank's output.
+                long slice = roundUp(ceilDiv(total, size), 16);
+                long lo = Math.min(rank * slice, total);
+                long hi = Math.min(lo + slice, total);
+                args.src(0, in(peers, root) + lo);
+                for (int q = 0; q < size; q++) {
+                    args.dst(q, out(peers, q) + lo);
+                }
+                launchCopy(hi - lo, 1, size, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast spread");
+                return;
+            }
+            // pipe and pull: n-1 slices, one per non-root rank; the root's links carry each byte once.
+            long slice = roundUp(ceilDiv(total, size - 1), 16);
+            if (how.equals("pipe")) {
+                int blocks = blocksFor(slice);
+                long part = Math.min(BCAST_PART, roundUp(ceilDiv(slice, blocks), 16));
+                args.src(0, in(peers, root));
+                for (int q = 0; q < size; q++) {
+                    args.dst(q, out(peers, q));
+                }
+                args.op(total, currentEpoch, root, size, se | vec, (int) part);
+                CudaDriver.launchKernel(kernels.bcast, blocks, Kernels.THREADS, 0, stream.handle(), args.params(), "broadcast pipe");
+                return;
+            }
+            if (rank == root) {
+                args.src(0, in(peers, root));
+                args.dst(0, out(peers, root));
+                launchCopy(total, 1, 1, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast pull");
+                return;
+            }
+            int j = rank < root ? rank : rank - 1;
+            long lo = Math.min(j * slice, total);
+            long hi = Math.min(lo + slice, total);
+            args.src(0, in(peers, root) + lo);
+            int nd = 0;
+            for (int q = 0; q < size; q++) {
+                if (q != root) {
+                    args.dst(nd++, out(peers, q) + lo);
+                }
+            }
+            launchCopy(hi - lo, 1, nd, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast pull");
         });
     }
 
@@ -672,7 +729,15 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 aligned &= d % 16 == 0;
             }
             int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
-            launchCopy(blk, size, 0, mode, blk * size, stream, "allToAll");
+            if (allToAllAlgo.equals("serial")) {
+                launchCopy(blk, size, 0, mode, blk * size, stream, "allToAll serial");
+                return;
+            }
+            // split: the grid is a multiple of size() and each group of blocks copies one block of the
+            // buffer, so every rank writes to all its peers at once.
+            int per = nblocksOverride > 0 ? Math.max(1, blocksFor(blk) / size) : Math.max(1, Math.min(blocksFor(blk), maxBlocks / size));
+            args.op(blk, currentEpoch, size, 0, mode | KernelArgs.MODE_SPLIT, size);
+            CudaDriver.launchKernel(kernels.copy, per * size, Kernels.THREADS, 0, stream.handle(), args.params(), "allToAll split");
         });
     }
 

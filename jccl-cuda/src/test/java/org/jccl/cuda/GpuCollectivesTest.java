@@ -212,6 +212,50 @@ class GpuCollectivesTest {
         report(set, "chained", new CaseRunner.Outcome(counts.length, failures, !set.usable(), false, (System.nanoTime() - t0) / 1e9));
     }
 
+    /** Every selectable kernel variant of jccl, each forced through its setting (the default sweep runs only what auto picks). */
+    static Stream<Arguments> variants() {
+        if (!Cuda.isAvailable()) {
+            return Stream.of(Arguments.of("(no GPU)", "-", Coll.ALL_REDUCE));
+        }
+        return Stream.of(
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "oneshot", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "twoshot", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "push", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_BROADCAST", "pipe", Coll.BROADCAST),
+                Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
+                Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),
+                Arguments.of("JCCL_CUDA_ALLTOALL", "split", Coll.ALL_TO_ALL),
+                Arguments.of("JCCL_CUDA_ALLTOALL", "serial", Coll.ALL_TO_ALL));
+    }
+
+    /**
+     * The sweep of one collective with one algorithm forced, on every visible GPU (and on 3 GPUs
+     * when there are 4 or more, so that slices of the pipelined broadcast are uneven).
+     */
+    @Order(1)
+    @ParameterizedTest(name = "{0}={1}")
+    @MethodSource("variants")
+    @Timeout(value = 900, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void forcedVariants(String setting, String value, Coll coll) {
+        skipUnless(Backend.JCCL);
+        GpuEnv.closeAll();
+        int all = Cuda.deviceCount();
+        List<Integer> counts = all >= 4 ? List.of(all, 3) : List.of(all);
+        for (int n : counts) {
+            List<CudaDevice> devices = GpuEnv.devices(n);
+            org.jccl.Config config = org.jccl.Config.fromEnvironment().with(setting, value);
+            List<DeviceCommunicator> comms = RankSet.withDeadline("createAll with " + setting + "=" + value, GpuEnv.CREATE_TIMEOUT,
+                    () -> List.copyOf(CudaCommunicator.createAll(devices, config)));
+            try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {
+                report(set, setting + "=" + value + " THREADS " + coll,
+                        CaseRunner.sweep(set, Sweep.cases(Sweep.mode(), coll, n, Style.THREADS, GpuEnv.SEED), GpuEnv.filter(),
+                                GpuEnv.maxFailures()));
+                report(set, setting + "=" + value + " misaligned", CaseRunner.sweep(set, Sweep.misaligned(Sweep.mode(), n, GpuEnv.SEED)
+                        .stream().filter(c -> c.coll() == coll).toList(), GpuEnv.filter(), GpuEnv.maxFailures()));
+            }
+        }
+    }
+
     /**
      * The one-rank-per-process path, with the ranks as threads of this process: one host
      * communicator per rank (jccl's in-process transport), then create(host, device) on each.

@@ -98,6 +98,13 @@ public final class Settings {
                     + " (loads from peers, stores to peers) or push (stores only, through scratch)");
     public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
             "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
+    public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,
+            "GPU broadcast algorithm: auto, pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
+                    + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
+                    + " of the root's buffer and stores it to every rank)");
+    public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,
+            "GPU all-to-all: auto, split (the blocks split over the peers: every link busy at once) or serial (one peer after"
+                    + " another, in an order rotated by rank)");
     public static final Setting NCCL_LIBRARY = Setting.define("JCCL_NCCL_LIBRARY", null, STRING, null, 0, 0,
             "path of libnccl.so.2 for --backend nccl; default: the loader path, then the nvidia-nccl Python wheels");
 

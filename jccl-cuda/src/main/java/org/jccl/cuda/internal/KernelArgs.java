@@ -23,6 +23,7 @@ public final class KernelArgs {
     public static final int MODE_END = 2;
     public static final int MODE_VEC = 4;
     public static final int MODE_MULTI_DST = 8;
+    public static final int MODE_SPLIT = 16;
 
     // struct Args
     static final long SRC = 0;

@@ -30,6 +30,7 @@ public final class Kernels {
     private final MemorySegment[] push = new MemorySegment[DataType.values().length * ReduceOp.values().length];
     public final MemorySegment copy;
     public final MemorySegment p2p;
+    public final MemorySegment bcast;
 
     private Kernels(CudaDevice device) {
         device.makeCurrent();
@@ -56,6 +57,7 @@ public final class Kernels {
         }
         copy = CudaDriver.moduleGetFunction(module, "jccl_copy");
         p2p = CudaDriver.moduleGetFunction(module, "jccl_p2p");
+        bcast = CudaDriver.moduleGetFunction(module, "jccl_bcast");
     }
 
     /** The kernels on {@code device}, loaded on first use. */
