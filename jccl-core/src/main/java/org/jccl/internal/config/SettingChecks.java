@@ -14,6 +14,8 @@ import org.jccl.internal.runtime.AlgoSelector;
  * The checks of text settings that have a grammar, each done by the parser that later reads the
  * value, so that {@link Config#validate()} and {@code jccl env} report exactly the errors that
  * initialisation would hit. Kept apart from {@link Settings} so the registry stays a plain list.
+ * The GPU settings' algorithm names ({@code JCCL_CUDA_ALLREDUCE}, ...) are checked by jccl-cuda
+ * when it reads them, so the list of kernels lives in one place.
  */
 final class SettingChecks {
 
@@ -21,7 +23,6 @@ final class SettingChecks {
     }
 
     private static final List<String> REDUCE_VECTOR = List.of("auto", "1", "0", "true", "false", "yes", "no", "on", "off");
-    private static final List<String> CUDA_ALLREDUCE = List.of("auto", "oneshot", "twoshot", "push");
 
     /** What a text setting allows, in words, or null when it takes any text. */
     static String allowed(Setting s) {
@@ -45,9 +46,6 @@ final class SettingChecks {
         }
         if (s == Settings.REDUCE_VECTOR) {
             return "auto, 1 or 0";
-        }
-        if (s == Settings.CUDA_ALLREDUCE) {
-            return "auto, oneshot, twoshot or push";
         }
         if (s == Settings.ALGO) {
             return "NCCL's JCCL_ALGO grammar: ring,rd | ^rd | allreduce:ring;broadcast:tree";
@@ -82,8 +80,6 @@ final class SettingChecks {
                 Interfaces.Family.parse(value);
             } else if (s == Settings.REDUCE_VECTOR) {
                 oneOf(s, value, REDUCE_VECTOR, "auto, 1 or 0");
-            } else if (s == Settings.CUDA_ALLREDUCE) {
-                oneOf(s, value, CUDA_ALLREDUCE, "auto, oneshot, twoshot or push");
             } else if (s == Settings.ALGO) {
                 AlgoSelector.parse(value);
             } else if (s == Settings.AUTH_TOKEN) {
