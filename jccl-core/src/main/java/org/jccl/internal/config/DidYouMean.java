@@ -14,9 +14,9 @@ public final class DidYouMean {
 
     /**
      * The candidate closest to {@code name}, or null when none is plausibly meant: within 3 edits
-     * and within a third of the name's length (so {@code NET} is not offered for {@code ENV}'s
-     * neighbour {@code XYZ}); else one that the name ends with after an underscore or vice versa
-     * ({@code JCCL_NTHREADS} and {@code JCCL_SOCKET_NTHREADS}). Ties: the first candidate.
+     * and within a third of the name's length, at least 1 (so a short name like {@code SHM} is not
+     * "corrected" to a different word); else one that ends with the name after an underscore, or
+     * vice versa ({@code JCCL_NTHREADS} and {@code JCCL_SOCKET_NTHREADS}). Ties: the first candidate.
      *
      * @param prefix a common prefix ignored when measuring (e.g. {@code JCCL_}); may be empty
      */
