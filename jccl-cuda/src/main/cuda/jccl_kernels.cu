@@ -39,6 +39,7 @@
 #define MODE_VEC 4        // every pointer is 16-byte aligned: use 16-byte accesses
 #define MODE_MULTI_DST 8  // copy: one source to ndst destinations (else task t: src[t] -> dst[t])
 #define MODE_SPLIT 16     // copy, tasks: the blocks split into nsrc groups, one task each, all tasks at once
+#define MODE_CHAIN 32     // bcast: a pipelined chain root -> root+1 -> ... (each GPU stores to one peer)
 
 // Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
 #define ERR_ABORTED 1
@@ -90,6 +91,8 @@ struct OneShotArgs {
 // order) and stores it into my output and every peer's output; end barrier. No start barrier:
 // scratch slots are free because the previous operation's end barrier came after every reader,
 // and a peer's output is free once its phase-1 flag (set by its running kernel) has arrived.
+#define PUSH_VEC 1     // PushArgs.vec bits: 16-byte accesses
+#define PUSH_SERIAL 2  // phase 2 stores the reduced slice locally, then to one peer after another
 struct PushArgs {
     uint64_t in;
     uint64_t out;
@@ -225,7 +228,9 @@ __device__ bool block_barrier(const Args& a, int kindBase, bool fenceFirst) {
         }
     }
     __syncthreads();
-    return failed == 0;
+    const bool ok = failed == 0;
+    __syncthreads();  // every thread has read the outcome before a later barrier of this kernel resets it
+    return ok;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,7 +412,7 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
         int q = (r + k) % n;
         uint64_t lo = (uint64_t)q * slice;
         uint64_t len = lo >= a.count ? 0 : (a.count - lo < slice ? a.count - lo : slice);
-        uint64_t nvec = a.vec ? len / N : 0;
+        uint64_t nvec = (a.vec & PUSH_VEC) ? len / N : 0;
         for (uint64_t v = tid; v < nvec; v += stride) ((uint4*)a.peerScratch[q])[v] = ((const uint4*)(in + lo))[v];
         for (uint64_t i = nvec * N + tid; i < len; i += stride) ((T*)a.peerScratch[q])[i] = in[lo + i];
     }
@@ -416,7 +421,8 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
     // 2. reduce my slice in rank order, store to my output and every peer's
     uint64_t lo = (uint64_t)r * slice;
     uint64_t len = lo >= a.count ? 0 : (a.count - lo < slice ? a.count - lo : slice);
-    uint64_t nvec = a.vec ? len / N : 0;
+    uint64_t nvec = (a.vec & PUSH_VEC) ? len / N : 0;
+    const bool serial = (a.vec & PUSH_SERIAL) != 0;
     for (uint64_t v = tid; v < nvec; v += stride) {
         uint4 x[JCCL_MAX_RANKS];
 #pragma unroll
@@ -424,9 +430,28 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
             if (s < n) x[s] = s == r ? ((const uint4*)(in + lo))[v] : ((const uint4*)a.myScratch[s])[v];
         }
         uint4 o = combine_vec<T, OP>(x, n, a.divisor);
+        if (serial) {
+            ((uint4*)((T*)a.peerOut[r] + lo))[v] = o;
+            continue;
+        }
 #pragma unroll
         for (int q = 0; q < JCCL_MAX_RANKS; q++) {
             if (q < n) ((uint4*)((T*)a.peerOut[q] + lo))[v] = o;
+        }
+    }
+    if (serial) {
+        // the reduced slice, now in my output, goes to one peer at a time (each thread rereads what it wrote)
+        for (int k = 1; k < n; k++) {
+            const int q = (r + k) % n;
+            const uint4* src = (const uint4*)((T*)a.peerOut[r] + lo);
+            uint4* dst = (uint4*)((T*)a.peerOut[q] + lo);
+            uint64_t v = tid;
+            for (; v + stride < nvec; v += 2 * stride) {
+                uint4 x0 = src[v], x1 = src[v + stride];
+                dst[v] = x0;
+                dst[v + stride] = x1;
+            }
+            for (; v < nvec; v += stride) dst[v] = src[v];
         }
     }
     for (uint64_t i = nvec * N + tid; i < len; i += stride) {
@@ -551,6 +576,8 @@ extern "C" __global__ void __launch_bounds__(512) jccl_copy(Args a) {
 // block b; block b of rank j waits for that flag and forwards the same part from its own output to
 // every other non-root's output. The root never waits inside the rounds, so the two stages overlap.
 // Start barrier: every output is free; end barrier: every store has landed.
+// MODE_CHAIN: the same rounds along a chain root -> root+1 -> ..., so that every GPU stores to one
+// peer only (measured faster than storing to several peers at once on NVSwitch).
 
 extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
     __shared__ int failed;
@@ -561,13 +588,51 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
     __syncthreads();
     const int n = a.nranks, root = a.nsrc, r = a.rank;
     const uint64_t bytes = a.count;
-    const uint64_t slice = ((bytes + n - 2) / (n - 1) + 15) / 16 * 16;
     const uint64_t part = (uint64_t)a.divisor;
     const uint64_t round = part * gridDim.x;
-    const uint64_t rounds = (slice + round - 1) / round;
     const bool vec = (a.mode & MODE_VEC) != 0;
     const uint64_t base = a.epoch << 24;
     uint64_t* mine = (uint64_t*)a.signal[r];
+    if (a.mode & MODE_CHAIN) {
+        // Chain: position p = r - root; rank p stores each round into rank p+1's output (the root
+        // from its input, the others from their own output once rank p-1's flag says it landed).
+        const int pos = (r - root + n) % n;
+        const int succ = (r + 1) % n;
+        const uint64_t rounds = (bytes + round - 1) / round;
+        if (pos == n - 1) {
+            // last in the chain: receives only; the end barrier covers the predecessor's stores
+        } else {
+            for (uint64_t k = 0; k < rounds; k++) {
+                const uint64_t off = k * round + blockIdx.x * part;
+                const uint64_t len = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
+                if (pos > 0) {
+                    if (threadIdx.x == 0 && !wait_geq(mine + SIG_PIPE + blockIdx.x, base + k + 1, a.abortFlag, a.status,
+                                                      a.timeoutNs, a.epoch, (r - 1 + n) % n)) {
+                        failed = 1;
+                    }
+                    __syncthreads();
+                    if (failed) return;
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off};
+                    copy_range(a.dst[r] + off, d, 1, len, vec, threadIdx.x, blockDim.x);
+                } else {
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off, a.dst[r] + off};
+                    copy_range(a.src[0] + off, d, 2, len, vec, threadIdx.x, blockDim.x);
+                }
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    // bar.sync then a release store at system scope: the block's stores are ordered
+                    // before the flag (cumulativity), without a full fence.sc per round
+                    st_release_sys((uint64_t*)a.signal[succ] + SIG_PIPE + blockIdx.x, base + k + 1);
+                }
+            }
+        }
+        if (a.mode & MODE_END) {
+            block_barrier(a, SIG_END, true);
+        }
+        return;
+    }
+    const uint64_t slice = ((bytes + n - 2) / (n - 1) + 15) / 16 * 16;
+    const uint64_t rounds = (slice + round - 1) / round;
     if (r == root) {
         for (uint64_t k = 0; k < rounds; k++) {
             const uint64_t in = k * round + blockIdx.x * part;  // offset inside each slice
@@ -582,7 +647,6 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
             __syncthreads();
             if (threadIdx.x < n - 1) {
                 const int q = threadIdx.x < root ? threadIdx.x : threadIdx.x + 1;
-                __threadfence_system();
                 st_release_sys((uint64_t*)a.signal[q] + SIG_PIPE + blockIdx.x, base + k + 1);
             }
         }
@@ -605,6 +669,7 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
             }
             __syncthreads();
             if (failed) return;
+            __syncthreads();  // every thread has read failed before thread 0 waits for the next round
             uint64_t dd[JCCL_MAX_RANKS];
 #pragma unroll
             for (int q = 0; q < JCCL_MAX_RANKS; q++) dd[q] = q < nd ? d[q] + off : 0;

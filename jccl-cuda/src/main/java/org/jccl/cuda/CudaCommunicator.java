@@ -52,8 +52,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /** Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words; 64 KiB; then the one-shot inbox. */
     private static final long SIGNAL_BYTES = 64 * 1024;
     private static final long SELFTEST_WORD = 4200;
-    /** Broadcasts above this many bytes use the pipelined kernel by default (more than two ranks). */
-    private static final long BCAST_PIPE_MIN = 1 << 20;
+    /** Broadcasts up to this many bytes use the spread kernel by default. */
+    private static final long BCAST_PULL_MIN = 512 << 10;
+    /** All-reduces from this many bytes store the reduced slice to one peer at a time (auto). */
+    private static final long PUSH_SERIAL_MIN = 32L << 20;
     /** Bytes per block per round of the pipelined broadcast. */
     private static final long BCAST_PART = 64 * 1024;
 
@@ -134,7 +136,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
         this.allReduceAlgo = allReduceAlgo(config);
-        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "pipe", "pull", "spread");
+        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
         pushArgs.clear();
@@ -176,9 +178,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     private static String allReduceAlgo(Config config) {
         String a = Settings.CUDA_ALLREDUCE.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
-        if (!List.of("auto", "oneshot", "twoshot", "push").contains(a)) {
+        if (!List.of("auto", "oneshot", "twoshot", "push", "push-serial").contains(a)) {
             throw new org.jccl.ConfigException("JCCL_CUDA_ALLREDUCE=" + a + " is not an all-reduce algorithm; use auto, oneshot,"
-                    + " twoshot or push");
+                    + " twoshot, push or push-serial");
         }
         return a;
     }
@@ -474,7 +476,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         boolean oneShot = allReduceAlgo.equals("oneshot") ? fitsOneShot : allReduceAlgo.equals("auto") && fitsOneShot;
         // auto: one-shot up to JCCL_CUDA_ONESHOT_MAX, then push (measured ahead of twoshot at every
         // size from 512 KB on 4x H200: twoshot's loads of rotating peer buffers pay remote TLB misses).
-        boolean push = allReduceAlgo.equals("push") || allReduceAlgo.equals("auto") && !fitsOneShot;
+        boolean push = allReduceAlgo.startsWith("push") || allReduceAlgo.equals("auto") && !fitsOneShot;
         if (push && size > 1 && count > 0) {
             allReducePush(send, recv, op, stream, count, t);
             return;
@@ -524,6 +526,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
         long chunkMax = slotElems * size;
         int chunks = (int) ceilDiv(count, chunkMax);
         MemorySegment fn = kernels.push(t, op);
+        // auto: the reduced slice goes to one peer at a time from 32 MB (measured 356 against 351 GB/s
+        // from 256 MB on 4x H200; equal at 16 MB)
+        boolean serial = allReduceAlgo.equals("push-serial") || allReduceAlgo.equals("auto") && t.bytes(count) >= PUSH_SERIAL_MIN;
         submitCollective("allReduce", send.address(), recv.address(), stream, chunks, peers -> {
             for (int k = 0; k < chunks; k++) {
                 long off = k * chunkMax;
@@ -537,7 +542,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 }
                 long in = send.address() + off * es;
                 vec &= in % 16 == 0;
-                pushArgs.pushOp(in, recv.address() + off * es, c, slice, currentEpoch + k, vec);
+                pushArgs.pushOp(in, recv.address() + off * es, c, slice, currentEpoch + k, vec, serial);
                 CudaDriver.launchKernel(fn, blocksFor(t.bytes(slice)), Kernels.THREADS, 0, stream.handle(), pushArgs.params(),
                         "allReduce push");
             }
@@ -642,7 +647,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         long total = recv.byteSize();
         long in = rank == root ? send.address() : 0;
-        String algo = broadcastAlgo.equals("auto") ? (size > 2 && total > BCAST_PIPE_MIN ? "pipe" : "spread") : broadcastAlgo;
+        String algo = broadcastAlgo.equals("auto") ? autoBroadcast(total) : broadcastAlgo;
         if (size == 1) {
             algo = "spread";
         }
@@ -665,6 +670,25 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     args.dst(q, out(peers, q) + lo);
                 }
                 launchCopy(hi - lo, 1, size, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast spread");
+                return;
+            }
+            if (how.equals("chain")) {
+                // A pipelined chain: every GPU stores to its successor only; about 32 rounds or more.
+                // Each round costs every block a flag wait whose price grows with the number of blocks,
+                // so mid sizes run on fewer, larger blocks (measured on 4x H200: 32 blocks best at 64 MB,
+                // 64 at 256 MB-1 GB, all SMs from 4 GB).
+                int blocks = blocksFor(total);
+                if (nblocksOverride == 0) {
+                    blocks = Math.min(blocks, total <= (128L << 20) ? 32 : total <= (2L << 30) ? 64 : maxBlocks);
+                }
+                long part = Math.max(16, Math.min(BCAST_PART, roundUp(ceilDiv(total, blocks * 32L), 16)));
+                part = Math.max(part, Math.min(4096, roundUp(ceilDiv(total, blocks), 16)));
+                args.src(0, in(peers, root));
+                for (int q = 0; q < size; q++) {
+                    args.dst(q, out(peers, q));
+                }
+                args.op(total, currentEpoch, root, size, se | vec | KernelArgs.MODE_CHAIN, (int) part);
+                CudaDriver.launchKernel(kernels.bcast, blocks, Kernels.THREADS, 0, stream.handle(), args.params(), "broadcast chain");
                 return;
             }
             // pipe and pull: n-1 slices, one per non-root rank; the root's links carry each byte once.
@@ -698,6 +722,21 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
             launchCopy(hi - lo, 1, nd, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast pull");
         });
+    }
+
+    /**
+     * The broadcast kernel auto picks for {@code bytes} (more than one rank), from the 4x H200
+     * measurements in docs/PERFORMANCE.md: spread while latency dominates, pull up to 8 MB, the
+     * two-stage pipe up to 32 MB, the chain above.
+     */
+    private static String autoBroadcast(long bytes) {
+        if (bytes <= BCAST_PULL_MIN) {
+            return "spread";
+        }
+        if (bytes <= (8L << 20)) {
+            return "pull";
+        }
+        return bytes <= (32L << 20) ? "pipe" : "chain";
     }
 
     @Override

@@ -221,6 +221,8 @@ class GpuCollectivesTest {
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "oneshot", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "twoshot", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "push", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "push-serial", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_BROADCAST", "chain", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pipe", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),
@@ -229,8 +231,8 @@ class GpuCollectivesTest {
     }
 
     /**
-     * The sweep of one collective with one algorithm forced, on every visible GPU (and on 3 GPUs
-     * when there are 4 or more, so that slices of the pipelined broadcast are uneven).
+     * The sweep of one collective with one algorithm forced, on the largest rank count of the run
+     * (and on 3 GPUs when that is 4 or more, so that slices of the pipelined broadcast are uneven).
      */
     @Order(1)
     @ParameterizedTest(name = "{0}={1}")
@@ -239,8 +241,9 @@ class GpuCollectivesTest {
     void forcedVariants(String setting, String value, Coll coll) {
         skipUnless(Backend.JCCL);
         GpuEnv.closeAll();
-        int all = Cuda.deviceCount();
-        List<Integer> counts = all >= 4 ? List.of(all, 3) : List.of(all);
+        // The largest configured rank count, and 3 (uneven broadcast slices) when it is 4 or more.
+        int most = GpuEnv.rankCounts().stream().mapToInt(Integer::intValue).max().orElse(1);
+        List<Integer> counts = most >= 4 ? List.of(most, 3) : List.of(most);
         for (int n : counts) {
             List<CudaDevice> devices = GpuEnv.devices(n);
             org.jccl.Config config = org.jccl.Config.fromEnvironment().with(setting, value);

@@ -95,11 +95,13 @@ public final class Settings {
             "largest all-reduce (bytes) that uses the one-shot kernel (every GPU reads every peer); above it, two-shot");
     public static final Setting CUDA_ALLREDUCE = Setting.define("JCCL_CUDA_ALLREDUCE", null, STRING, "auto", 0, 0,
             "GPU all-reduce algorithm: auto, oneshot (pushes into every peer's inbox; at most JCCL_CUDA_ONESHOT_MAX), twoshot"
-                    + " (loads from peers, stores to peers) or push (stores only, through scratch)");
+                    + " (loads from peers, stores to peers), push (stores only, through scratch) or push-serial (push, the reduced"
+                    + " slice stored to one peer after another)");
     public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
             "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
     public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,
-            "GPU broadcast algorithm: auto, pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
+            "GPU broadcast algorithm: auto, chain (pipelined chain root -> root+1 -> ...: every GPU stores to one peer),"
+                    + " pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
                     + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
                     + " of the root's buffer and stores it to every rank)");
     public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,

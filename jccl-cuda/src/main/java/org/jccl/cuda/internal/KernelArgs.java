@@ -24,6 +24,7 @@ public final class KernelArgs {
     public static final int MODE_VEC = 4;
     public static final int MODE_MULTI_DST = 8;
     public static final int MODE_SPLIT = 16;
+    public static final int MODE_CHAIN = 32;
 
     // struct Args
     static final long SRC = 0;
@@ -134,13 +135,14 @@ public final class KernelArgs {
         block.set(JAVA_LONG, U_PEER_OUT + 8L * q, peerOut);
     }
 
-    public void pushOp(long in, long out, long count, long slice, long epoch, boolean vec) {
+    /** {@code serial}: phase 2 stores the reduced slice locally, then to one peer after another. */
+    public void pushOp(long in, long out, long count, long slice, long epoch, boolean vec, boolean serial) {
         block.set(JAVA_LONG, U_IN, in);
         block.set(JAVA_LONG, U_OUT, out);
         block.set(JAVA_LONG, U_COUNT, count);
         block.set(JAVA_LONG, U_SLICE, slice);
         block.set(JAVA_LONG, U_EPOCH, epoch);
-        block.set(JAVA_INT, U_VEC, vec ? 1 : 0);
+        block.set(JAVA_INT, U_VEC, (vec ? 1 : 0) | (serial ? 2 : 0));
     }
 
     public static KernelArgs oneShot(Arena arena) {
