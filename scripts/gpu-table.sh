@@ -7,7 +7,8 @@
 # Environment: NGPUS (default: all), COLLS, TYPES (default float), BACKENDS (default "jccl nccl"),
 # AR_VARIANTS (extra JCCL_CUDA_ALLREDUCE values for all_reduce, e.g. "push"), VARIANTS (extra jccl
 # runs with one setting forced, "coll:NAME=VALUE ...", e.g. "broadcast:JCCL_CUDA_BROADCAST=pull"), MINB (8), MAXB (1G,
-# checked with -c 1), BIGB (8G: sizes above MAXB up to it run with -c 0 to fit the call's time).
+# checked with -c 1), BIGB (8G: sizes above MAXB up to it run with -c 0 to fit the call's time; empty:
+# none), FACTOR (4: the size step from MINB to MAXB).
 # NCCL is the nvidia-nccl wheel's (the anchor's 2.28.9), not the system's older copy.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -26,7 +27,7 @@ TYPES=${TYPES:-float}
 BACKENDS=${BACKENDS:-"jccl nccl"}
 AR_VARIANTS=${AR_VARIANTS:-}
 VARIANTS=${VARIANTS:-}
-MINB=${MINB:-8}; MAXB=${MAXB:-1G}; BIGB=${BIGB:-8G}
+MINB=${MINB:-8}; MAXB=${MAXB:-1G}; BIGB=${BIGB:-8G}; FACTOR=${FACTOR:-4}
 PERF="java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -jar .device/cli/jccl-cli.jar perf"
 summary=$OUT/summary.txt
 for coll in $COLLS; do
@@ -40,7 +41,7 @@ for coll in $COLLS; do
             b=${r%%:*}; v=${r#*:}
             f=$OUT/table-$coll.txt
             echo "### $coll $t backend=$b ${v} NGPUS=$NGPUS" | tee -a "$f"
-            cmd="$PERF $coll -g $NGPUS -d $t -b $MINB -e $MAXB -f 4 -w 5 -n 20 -c 1 --backend $b"
+            cmd="$PERF $coll -g $NGPUS -d $t -b $MINB -e $MAXB -f $FACTOR -w 5 -n 20 -c 1 --backend $b"
             echo "# ${v:+$v }$cmd" >>"$f"
             env $v timeout 150 $cmd >>"$f" 2>&1; echo "# exit $?" >>"$f"
             if [ -n "$BIGB" ]; then

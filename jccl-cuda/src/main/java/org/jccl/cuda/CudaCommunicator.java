@@ -54,8 +54,6 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private static final long SELFTEST_WORD = 4200;
     /** Broadcasts up to this many bytes use the spread kernel by default. */
     private static final long BCAST_PULL_MIN = 512 << 10;
-    /** All-reduces from this many bytes store the reduced slice to one peer at a time (auto). */
-    private static final long PUSH_SERIAL_MIN = 32L << 20;
     /** Bytes per block per round of the pipelined broadcast. */
     private static final long BCAST_PART = 64 * 1024;
 
@@ -526,9 +524,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
         long chunkMax = slotElems * size;
         int chunks = (int) ceilDiv(count, chunkMax);
         MemorySegment fn = kernels.push(t, op);
-        // auto: the reduced slice goes to one peer at a time from 32 MB (measured 356 against 351 GB/s
-        // from 256 MB on 4x H200; equal at 16 MB)
-        boolean serial = allReduceAlgo.equals("push-serial") || allReduceAlgo.equals("auto") && t.bytes(count) >= PUSH_SERIAL_MIN;
+        // push-serial only when asked: ahead in one sitting on 4x H200 (356 against 351 GB/s from 256 MB),
+        // behind in two others (308-346); see docs/PERFORMANCE.md
+        boolean serial = allReduceAlgo.equals("push-serial");
         submitCollective("allReduce", send.address(), recv.address(), stream, chunks, peers -> {
             for (int k = 0; k < chunks; k++) {
                 long off = k * chunkMax;
@@ -727,16 +725,13 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /**
      * The broadcast kernel auto picks for {@code bytes} (more than one rank), from the 4x H200
      * measurements in docs/PERFORMANCE.md: spread while latency dominates, pull up to 8 MB, the
-     * two-stage pipe up to 32 MB, the chain above.
+     * chain above (the two-stage pipe was not reliably ahead of it anywhere).
      */
     private static String autoBroadcast(long bytes) {
         if (bytes <= BCAST_PULL_MIN) {
             return "spread";
         }
-        if (bytes <= (8L << 20)) {
-            return "pull";
-        }
-        return bytes <= (32L << 20) ? "pipe" : "chain";
+        return bytes <= (8L << 20) ? "pull" : "chain";
     }
 
     @Override

@@ -48,9 +48,6 @@ public final class Settings {
             "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
     public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,
             "SO_SNDBUF/SO_RCVBUF of data sockets (0 keeps the OS default)");
-    public static final Setting IB_HCA = Setting.define("JCCL_IB_HCA", "NCCL_IB_HCA", STRING, null, 0, 0,
-            "RDMA devices and ports to use (for the RDMA transport and jccl doctor): mlx5_0:1,mlx5_1 (port 1 of mlx5_0, every port"
-                    + " of mlx5_1), mlx5_* (prefix), ^mlx5_3 (all but); names are exact, so mlx5_1 never means mlx5_10");
 
     // ---- transports and algorithms
     public static final Setting LOCAL_DISABLE = Setting.define("JCCL_LOCAL_DISABLE", null, BOOL, "0", 0, 0,
@@ -117,6 +114,17 @@ public final class Settings {
             "subsystems logged at INFO/TRACE: INIT,COLL,P2P,SHM,NET,GRAPH,TUNING,ENV,ALLOC,BOOTSTRAP,PROXY or ALL; ^ excludes (^COLL,P2P)");
     public static final Setting DEBUG_FILE = Setting.define("JCCL_DEBUG_FILE", "NCCL_DEBUG_FILE", STRING, null, 0, 0,
             "log file instead of stderr; %h host, %p pid, %r rank (lines logged before the rank is known go to the first rank's file)");
+
+    // ---- topology and RDMA device choice (org.jccl.internal.topo; jccl topo, jccl doctor)
+    public static final Setting TOPO_FILE = Setting.define("JCCL_TOPO_FILE", null, STRING, null, 0, 0,
+            "read the host's topology from this JSON file (written by jccl topo --json or JCCL_TOPO_DUMP_FILE) instead of sysfs");
+    public static final Setting TOPO_DUMP_FILE = Setting.define("JCCL_TOPO_DUMP_FILE", null, STRING, null, 0, 0,
+            "write the detected topology to this JSON file (%h host, %p pid)");
+    public static final Setting IB_HCA = Setting.define("JCCL_IB_HCA", "NCCL_IB_HCA", STRING, null, 0, 0,
+            "RDMA devices to use: mlx5_0,mlx5_1:1 (exact names, :port), ^ to exclude, a trailing * for a prefix (mlx5_*);"
+                    + " unset: every device with an active port");
+    public static final Setting IB_GID_INDEX = Setting.define("JCCL_IB_GID_INDEX", "NCCL_IB_GID_INDEX", INT, null, 0, 1023,
+            "RoCE: GID table index to use; unset: the first RoCE v2 GID with an IPv4 address");
 
     /** Forces the class to load so every constant above is registered. */
     static void init() {
