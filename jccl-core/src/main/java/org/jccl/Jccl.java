@@ -2,6 +2,7 @@ package org.jccl;
 
 import java.util.List;
 import java.util.Objects;
+import org.jccl.internal.log.Log;
 import org.jccl.internal.runtime.CommunicatorFactory;
 
 /**
@@ -35,6 +36,7 @@ public final class Jccl {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(config, "config");
         checkRank(rank, size);
+        prepare(config, rank);
         return CommunicatorFactory.init(id, rank, size, config, false);
     }
 
@@ -58,6 +60,7 @@ public final class Jccl {
                 "no job identity in the environment: set JCCL_COMM_ID=host:port, JCCL_RANK, JCCL_WORLD_SIZE and"
                         + " JCCL_AUTH_TOKEN (or start the program with `jccl run -np N`, torchrun, mpirun or srun)"));
         checkRank(launch.rank(), launch.size());
+        prepare(config, launch.rank());
         return CommunicatorFactory.init(launch.id(), launch.rank(), launch.size(), config, launch.rank() == 0);
     }
 
@@ -71,12 +74,19 @@ public final class Jccl {
         if (n < 1) {
             throw new IllegalArgumentException("n must be >= 1, got " + n);
         }
-        return CommunicatorFactory.initLocal(n, Objects.requireNonNull(config, "config"));
+        prepare(Objects.requireNonNull(config, "config"), 0);
+        return CommunicatorFactory.initLocal(n, config);
     }
 
     /** {@link #initLocal(int, Config)} with the settings of the environment. */
     public static List<Communicator> initLocal(int n) {
         return initLocal(n, Config.fromEnvironment());
+    }
+
+    /** Every bad setting is reported before anything starts, naming where it was set; then the version line (JCCL_DEBUG set). */
+    private static void prepare(Config config, int rank) {
+        config.validate();
+        Log.version(rank, "jccl " + version() + " (Java " + Runtime.version() + ")");
     }
 
     private static void checkRank(int rank, int size) {

@@ -2,6 +2,7 @@ package org.jccl.cli;
 
 import org.jccl.Jccl;
 import org.jccl.JcclException;
+import org.jccl.cli.env.EnvCommand;
 import org.jccl.cli.perf.PerfCommand;
 import org.jccl.cli.run.RunCommand;
 import org.jccl.cli.topo.DoctorCommand;
@@ -9,10 +10,11 @@ import org.jccl.cli.topo.TopoCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code jccl} command. Subcommands: perf, run, topo, doctor (later env). */
+/** The {@code jccl} command. Subcommands: perf, run, topo, doctor, env. */
 @Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = JcclCli.Version.class,
         description = "jccl: collective communication for the JVM.",
-        subcommands = {PerfCommand.class, RunCommand.class, TopoCommand.class, DoctorCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {PerfCommand.class, RunCommand.class, TopoCommand.class, DoctorCommand.class, EnvCommand.class,
+                CommandLine.HelpCommand.class})
 public final class JcclCli implements Runnable {
 
     public static void main(String[] args) {

@@ -10,7 +10,7 @@ import java.util.Map;
  * Doubles, literals Boolean/null. Throws on anything malformed, including trailing garbage and
  * duplicate keys, so "parses" means "well-formed".
  */
-final class MiniJson {
+public final class MiniJson {
     private final String s;
     private int i;
 
@@ -18,7 +18,7 @@ final class MiniJson {
         this.s = s;
     }
 
-    static Object parse(String text) {
+    public static Object parse(String text) {
         MiniJson p = new MiniJson(text);
         p.ws();
         Object v = p.value();

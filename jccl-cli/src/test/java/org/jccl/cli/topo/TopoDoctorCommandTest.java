@@ -83,7 +83,7 @@ class TopoDoctorCommandTest {
         Result r = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", savedPod().toString(), "NCCL_IB_MTU", "4096"), eth0()), "-np", "2");
         assertEquals(1, r.code(), r.out());
         assertTrue(r.out().contains("WARN  env"), r.out());
-        assertTrue(r.out().contains("NCCL_IB_MTU does not exist in NCCL or jccl"), r.out());
+        assertTrue(r.out().contains("NCCL_IB_MTU (environment) has no effect anywhere: NCCL has no such variable"), r.out());
     }
 
     @Test

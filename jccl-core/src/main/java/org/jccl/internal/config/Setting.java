@@ -11,8 +11,13 @@ import org.jccl.ConfigException;
 /**
  * One named setting: its {@code JCCL_*} name, the NCCL name with the same meaning (if any), its
  * default, the allowed range and one line of documentation. Every setting jccl reads is declared
- * in {@link Settings}; values come from a {@link Config}, which in turn was filled from the
- * environment and from code.
+ * in {@link Settings}; values come from a {@link Config}, which in turn was filled from code, the
+ * environment and the config file (in that order of precedence, see {@link Config}).
+ *
+ * <p>Every value is checked for its {@link Kind} and range, and settings with a grammar of their
+ * own ({@code JCCL_DEBUG_SUBSYS}, {@code JCCL_SOCKET_IFNAME}, {@code JCCL_ALGO}, ...) by the
+ * parser that reads them ({@link SettingChecks}). A bad value is a {@link ConfigException} naming
+ * the variable, the value, what is allowed and where the value was set.
  */
 public final class Setting {
 
@@ -57,6 +62,18 @@ public final class Setting {
         }
     }
 
+    /** Every setting name and NCCL alias, for "did you mean". */
+    public static java.util.List<String> allNames() {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        for (Setting s : all().values()) {
+            out.add(s.name);
+            if (s.ncclAlias != null) {
+                out.add(s.ncclAlias);
+            }
+        }
+        return out;
+    }
+
     /** The setting called {@code name} or whose NCCL alias is {@code name}, or null. */
     public static Setting byName(String name) {
         Settings.init();
@@ -96,6 +113,76 @@ public final class Setting {
         return doc;
     }
 
+    /** Smallest allowed value (numbers: the value; durations: seconds; bytes: bytes); 0 for STRING and BOOL. */
+    public long min() {
+        return min;
+    }
+
+    /** Largest allowed value, as {@link #min()}. */
+    public long max() {
+        return max;
+    }
+
+    /** What values are allowed, in words, e.g. "an integer from 1 to 16" (for {@code jccl env} and messages). */
+    public String allowed() {
+        return switch (kind) {
+            case INT -> "an integer from " + min + " to " + max;
+            case BYTES -> "a byte count from " + bytes(min) + " to " + bytes(max) + " (e.g. 4194304, 4096K or 4M)";
+            case DURATION_SECONDS -> "seconds from " + min + " to " + max + " (e.g. 120, 2.5 or 500ms)";
+            case BOOL -> "1/0, true/false, yes/no or on/off";
+            case STRING -> {
+                String c = SettingChecks.allowed(this);
+                yield c != null ? c : "text";
+            }
+        };
+    }
+
+    private static String bytes(long b) {
+        if (b >= 1L << 30 && b % (1L << 30) == 0) {
+            return (b >> 30) + "G";
+        }
+        if (b >= 1L << 20 && b % (1L << 20) == 0) {
+            return (b >> 20) + "M";
+        }
+        if (b >= 1L << 10 && b % (1L << 10) == 0) {
+            return (b >> 10) + "K";
+        }
+        return Long.toString(b);
+    }
+
+    /**
+     * Checks the value {@code config} sets for this setting: its kind, its range and, for settings
+     * with a grammar, the parser that reads it.
+     *
+     * @return null when it is allowed (or unset), else the message a {@link ConfigException} would carry
+     */
+    public String problem(Config config) {
+        String v = config.raw(name);
+        if (v == null) {
+            return null;
+        }
+        try {
+            switch (kind) {
+                case INT, BYTES -> getLong(config);
+                case BOOL -> getBool(config);
+                case DURATION_SECONDS -> getDuration(config);
+                case STRING -> SettingChecks.check(this, v, config);
+            }
+            return null;
+        } catch (ConfigException e) {
+            return e.getMessage();
+        }
+    }
+
+    /** A message of a parser that names the variable itself, with where the value was set appended. */
+    ConfigException withOrigin(ConfigException e, Config config) {
+        Config.Origin o = config.origin(name);
+        if (o.source() == Config.Source.DEFAULT) {
+            return e;
+        }
+        return new ConfigException(e.getMessage() + "; " + o.describe(), e);
+    }
+
     /** The raw effective value (from the config, else the default); may be null. */
     public String raw(Config config) {
         String v = config.raw(name);
@@ -111,9 +198,9 @@ public final class Setting {
         if (v == null) {
             throw new ConfigException(name + " is not set");
         }
-        long x = parseLong(v);
+        long x = parseLong(v, config);
         if (x < min || x > max) {
-            throw bad(v, "a value between " + min + " and " + max);
+            throw bad(config, v, allowed());
         }
         return x;
     }
@@ -130,7 +217,7 @@ public final class Setting {
         return switch (v.trim().toLowerCase(Locale.ROOT)) {
             case "1", "true", "yes", "on" -> true;
             case "0", "false", "no", "off", "" -> false;
-            default -> throw bad(v, "1/0, true/false, yes/no or on/off");
+            default -> throw bad(config, v, "1/0, true/false, yes/no or on/off");
         };
     }
 
@@ -150,15 +237,15 @@ public final class Setting {
                 d = Duration.ofMillis(Math.round(Double.parseDouble(t) * 1000));
             }
         } catch (NumberFormatException e) {
-            throw bad(v, "a number of seconds (e.g. 120, 2.5 or 500ms)");
+            throw bad(config, v, "a number of seconds (e.g. 120, 2.5 or 500ms)");
         }
         if (d.toMillis() < min * 1000 || d.toMillis() > max * 1000) {
-            throw bad(v, "between " + min + " and " + max + " seconds");
+            throw bad(config, v, "between " + min + " and " + max + " seconds");
         }
         return d;
     }
 
-    private long parseLong(String v) {
+    private long parseLong(String v, Config config) {
         String t = v.trim().toUpperCase(Locale.ROOT);
         long mult = 1;
         if (kind == Kind.BYTES && !t.isEmpty()) {
@@ -176,12 +263,14 @@ public final class Setting {
         try {
             return Math.multiplyExact(Long.parseLong(t.trim()), mult);
         } catch (NumberFormatException | ArithmeticException e) {
-            throw bad(v, kind == Kind.BYTES ? "a byte count such as 4194304, 4096K or 4M" : "an integer");
+            throw bad(config, v, kind == Kind.BYTES ? "a byte count such as 4194304, 4096K or 4M" : "an integer");
         }
     }
 
-    private ConfigException bad(String value, String allowed) {
-        return new ConfigException(name + "='" + value + "' is not allowed: expected " + allowed + " (" + doc + ")");
+    private ConfigException bad(Config config, String value, String allowed) {
+        Config.Origin o = config.origin(name);
+        return new ConfigException(name + "='" + value + "' is not allowed: expected " + allowed + " (" + doc + ")"
+                + (o.source() == Config.Source.DEFAULT ? "" : "; " + o.describe()));
     }
 
     @Override

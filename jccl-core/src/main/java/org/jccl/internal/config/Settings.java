@@ -14,6 +14,10 @@ public final class Settings {
     private Settings() {
     }
 
+    // ---- where settings come from (read by ConfigFile; precedence: code > environment > file > default)
+    public static final Setting CONF_FILE = Setting.define("JCCL_CONF_FILE", null, STRING, null, 0, 0,
+            "config file of KEY=VALUE lines (# comments) read instead of ~/.jccl.conf and /etc/jccl.conf; the environment beats it");
+
     // ---- job identity (normally set by a launcher)
     public static final Setting COMM_ID = Setting.define("JCCL_COMM_ID", "NCCL_COMM_ID", STRING, null, 0, 0,
             "host:port of the bootstrap root (rank 0 listens there)");
@@ -34,7 +38,8 @@ public final class Settings {
     public static final Setting CONNECT_TIMEOUT = Setting.define("JCCL_CONNECT_TIMEOUT", null, DURATION_SECONDS, "30", 1, 86_400,
             "seconds to establish one connection to a peer, retries included");
     public static final Setting SOCKET_IFNAME = Setting.define("JCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", STRING, null, 0, 0,
-            "interfaces for bootstrap and TCP: prefix list, ^ to exclude, = for exact names (e.g. eth,ib or ^docker,lo or =eth0)");
+            "interfaces for bootstrap and TCP: exact names, a trailing * for a prefix, ^ to exclude (e.g. eth0,ib0 or eth* or ^docker*,lo);"
+                    + " unlike NCCL, eth1 never means eth10");
     public static final Setting SOCKET_FAMILY = Setting.define("JCCL_SOCKET_FAMILY", "NCCL_SOCKET_FAMILY", STRING, null, 0, 0,
             "AF_INET or AF_INET6 to force the address family");
     public static final Setting SOCKET_NTHREADS = Setting.define("JCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", INT, "1", 1, 16,
@@ -110,9 +115,9 @@ public final class Settings {
     public static final Setting DEBUG = Setting.define("JCCL_DEBUG", "NCCL_DEBUG", STRING, "WARN", 0, 0,
             "log level: NONE, VERSION, WARN, INFO, TRACE");
     public static final Setting DEBUG_SUBSYS = Setting.define("JCCL_DEBUG_SUBSYS", "NCCL_DEBUG_SUBSYS", STRING, "INIT,ENV", 0, 0,
-            "subsystems logged at INFO/TRACE: INIT,COLL,P2P,NET,BOOTSTRAP,TUNING,ENV,ALL; ^ excludes");
+            "subsystems logged at INFO/TRACE: INIT,COLL,P2P,SHM,NET,GRAPH,TUNING,ENV,ALLOC,BOOTSTRAP,PROXY or ALL; ^ excludes (^COLL,P2P)");
     public static final Setting DEBUG_FILE = Setting.define("JCCL_DEBUG_FILE", "NCCL_DEBUG_FILE", STRING, null, 0, 0,
-            "log file instead of stderr; %h host, %p pid, %r rank");
+            "log file instead of stderr; %h host, %p pid, %r rank (lines logged before the rank is known go to the first rank's file)");
 
     // ---- topology and RDMA device choice (org.jccl.internal.topo; jccl topo, jccl doctor)
     public static final Setting TOPO_FILE = Setting.define("JCCL_TOPO_FILE", null, STRING, null, 0, 0,

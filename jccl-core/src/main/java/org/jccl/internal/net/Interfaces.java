@@ -22,15 +22,18 @@ import org.jccl.internal.log.Log;
  * {@code JCCL_SOCKET_IFNAME} (alias {@code NCCL_SOCKET_IFNAME}) and {@code JCCL_SOCKET_FAMILY}
  * (alias {@code NCCL_SOCKET_FAMILY}).
  *
- * <h2>Interface spec grammar (the one NCCL users already write)</h2>
+ * <h2>Interface spec grammar ({@link DeviceList}: NCCL's, but names are exact unless they end in {@code *})</h2>
  * <ul>
- *   <li>{@code eth,ib}: interfaces whose name starts with {@code eth} or {@code ib};</li>
- *   <li>{@code ^docker,lo}: every interface except those whose name starts with {@code docker} or {@code lo};</li>
- *   <li>{@code =eth1}: exactly {@code eth1} (never {@code eth10});</li>
- *   <li>{@code ^=eth1}: every interface except exactly {@code eth1}.</li>
+ *   <li>{@code eth0,ib0}: exactly these interfaces ({@code eth1} never means {@code eth10});</li>
+ *   <li>{@code eth*,ib*}: interfaces whose name starts with {@code eth} or {@code ib};</li>
+ *   <li>{@code ^docker*,lo}: every interface except {@code lo} and those starting with {@code docker};</li>
+ *   <li>{@code =eth1}, {@code ^=eth1}: NCCL's exact-name marker, accepted (names are exact anyway).</li>
  * </ul>
+ * NCCL treats entries without {@code =} as prefixes; a value written for NCCL ({@code eth}, {@code ^docker})
+ * is therefore caught: an inclusion entry that matches nothing exactly but starts existing names is
+ * an error saying "write eth*", an exclusion entry like that is a warning ({@link #warnings}).
  * Only interfaces that are up count. For an inclusion list, interfaces are tried in the order of
- * the first entry they match (so {@code ib,eth} prefers an {@code ib*} interface when both exist),
+ * the first entry they match (so {@code ib*,eth*} prefers an {@code ib*} interface when both exist),
  * then in the system's order; for an exclusion list, in the system's order.
  *
  * <p>Unset: every interface that is up, except loopback and container/VM bridges (names starting
@@ -151,7 +154,11 @@ public final class Interfaces {
     public static Selection select(Config config) {
         String spec = Settings.SOCKET_IFNAME.getString(config);
         Family family = Family.parse(Settings.SOCKET_FAMILY.getString(config));
-        Selection s = choose(spec, family, systemInterfaces());
+        List<Nic> nics = systemInterfaces();
+        Selection s = choose(spec, family, nics);
+        for (String w : warnings(spec, nics)) {
+            Log.warnOnce(Log.Subsys.NET, -1, w);
+        }
         if (Log.enabled(Log.Level.TRACE, Log.Subsys.NET)) {
             Log.trace(Log.Subsys.NET, -1, "using interface " + s.interfaceName() + " address " + s.address().getHostAddress()
                     + " (" + Settings.SOCKET_IFNAME.name() + "=" + (spec == null ? "<unset>" : spec) + ")");
@@ -193,7 +200,8 @@ public final class Interfaces {
     public static Selection choose(String spec, Family family, List<Nic> nics) {
         Objects.requireNonNull(family, "family");
         boolean unset = spec == null || spec.isBlank();
-        List<Nic> ordered = unset ? defaultCandidates(nics) : matching(Spec.parse(spec), nics);
+        DeviceList list = unset ? null : parse(spec);
+        List<Nic> ordered = unset ? defaultCandidates(nics) : list.select(up(nics), Nic::name);
         for (Nic nic : ordered) {
             InetAddress a = pickAddress(nic, family);
             if (a != null) {
@@ -226,6 +234,9 @@ public final class Interfaces {
                 sb.append(" with ").append(Settings.SOCKET_FAMILY.name()).append('=').append(fam);
             }
             sb.append(" matches no interface that is up").append(family.label());
+            for (String hint : list.nearMissHints(names(nics), "interface")) {
+                sb.append("; ").append(hint);
+            }
         }
         sb.append("; interfaces: ");
         if (nics.isEmpty()) {
@@ -235,7 +246,7 @@ public final class Interfaces {
             sb.append(i == 0 ? "" : ", ").append(nics.get(i).describe());
         }
         sb.append(". Set ").append(Settings.SOCKET_IFNAME.name())
-                .append(" to name prefixes of the interface to use (e.g. eth0,ib; ^ excludes, = matches exact names)");
+                .append(" to the interfaces to use: ").append(DeviceList.grammar(false));
         if (family != Family.ANY) {
             sb.append(" or unset ").append(Settings.SOCKET_FAMILY.name());
         }
@@ -252,25 +263,30 @@ public final class Interfaces {
         return out;
     }
 
-    private static List<Nic> matching(Spec spec, List<Nic> nics) {
-        List<Nic> out = new ArrayList<>();
-        if (spec.exclude()) {
-            for (Nic nic : nics) {
-                if (nic.up() && spec.indexOf(nic.name()) < 0) {
-                    out.add(nic);
-                }
-            }
-            return out;
+    private static List<Nic> up(List<Nic> nics) {
+        return nics.stream().filter(Nic::up).toList();
+    }
+
+    private static List<String> names(List<Nic> nics) {
+        return nics.stream().map(Nic::name).toList();
+    }
+
+    /** Parses a {@code JCCL_SOCKET_IFNAME} value ({@link DeviceList} grammar, no ports). */
+    public static DeviceList parse(String spec) {
+        return DeviceList.parse(Settings.SOCKET_IFNAME.name(), spec, false);
+    }
+
+    /**
+     * Warnings about a {@code JCCL_SOCKET_IFNAME} value on these interfaces that are not errors:
+     * exclusion entries written as NCCL prefixes ({@code ^docker} beside {@code docker0}), which
+     * in jccl exclude only an interface of exactly that name.
+     */
+    public static List<String> warnings(String spec, List<Nic> nics) {
+        if (spec == null || spec.isBlank()) {
+            return List.of();
         }
-        // Inclusion: order by the first spec entry each interface matches, stable in system order.
-        for (int entry = 0; entry < spec.names().size(); entry++) {
-            for (Nic nic : nics) {
-                if (nic.up() && spec.indexOf(nic.name()) == entry) {
-                    out.add(nic);
-                }
-            }
-        }
-        return out;
+        DeviceList list = parse(spec);
+        return list.exclude() ? list.nearMissHints(names(nics), "interface") : List.of();
     }
 
     /** IPv4 first (unless restricted), then global IPv6, then link-local IPv6; null if the family has none. */
@@ -306,46 +322,5 @@ public final class Interfaces {
             }
         }
         return false;
-    }
-
-    /**
-     * A parsed {@code JCCL_SOCKET_IFNAME}.
-     *
-     * @param exclude leading {@code ^}
-     * @param exact leading {@code =} (after the {@code ^} if both)
-     * @param names the listed names or prefixes, blanks dropped
-     */
-    record Spec(boolean exclude, boolean exact, List<String> names) {
-
-        static Spec parse(String text) {
-            String s = text.trim();
-            boolean exclude = s.startsWith("^");
-            if (exclude) {
-                s = s.substring(1);
-            }
-            boolean exact = s.startsWith("=");
-            if (exact) {
-                s = s.substring(1);
-            }
-            List<String> names = new ArrayList<>();
-            for (String part : s.split(",")) {
-                String p = part.trim();
-                if (!p.isEmpty()) {
-                    names.add(p);
-                }
-            }
-            return new Spec(exclude, exact, List.copyOf(names));
-        }
-
-        /** The index of the first entry {@code name} matches, or -1. */
-        int indexOf(String name) {
-            for (int i = 0; i < names.size(); i++) {
-                String n = names.get(i);
-                if (exact ? name.equals(n) : name.startsWith(n)) {
-                    return i;
-                }
-            }
-            return -1;
-        }
     }
 }

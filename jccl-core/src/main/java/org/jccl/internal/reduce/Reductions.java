@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.Optional;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
+import org.jccl.internal.config.ConfigLoader;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 
@@ -52,7 +53,7 @@ public final class Reductions {
      * emulation measured slower than C2's auto-vectorised scalar loop for float16 (which uses F16C)
      * and, for both, needs seconds of JIT warm-up during which it runs far slower than scalar.
      */
-    private static final boolean VECTOR_16BIT_FLOATS = VECTOR && forced(System.getenv(Settings.REDUCE_VECTOR.name()));
+    private static final boolean VECTOR_16BIT_FLOATS = VECTOR && forced(ConfigLoader.processValue(Settings.REDUCE_VECTOR));
 
     private Reductions() {
     }
@@ -68,8 +69,7 @@ public final class Reductions {
     }
 
     private static boolean chooseVector() {
-        String name = Settings.REDUCE_VECTOR.name();
-        String value = System.getenv(name);
+        String value = ConfigLoader.processValue(Settings.REDUCE_VECTOR);
         boolean present = ModuleLayer.boot().findModule(VECTOR_MODULE).isPresent();
         Choice c = choose(value == null ? Settings.REDUCE_VECTOR.defaultValue() : value, present);
         if (c.message() != null) {

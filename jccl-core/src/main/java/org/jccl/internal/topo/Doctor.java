@@ -712,7 +712,7 @@ public final class Doctor {
         try {
             s = Interfaces.choose(spec, fam, in.interfaces());
         } catch (ConfigException e) {
-            return fail(id, e.getMessage(), "set JCCL_SOCKET_IFNAME to one of the interfaces listed (=name for an exact name)");
+            return fail(id, e.getMessage(), "set JCCL_SOCKET_IFNAME to one of the interfaces listed (names are exact; a trailing * matches by prefix)");
         }
         String label = "JCCL_SOCKET_IFNAME" + (spec == null ? " is unset" : "=" + spec) + ": bootstrap and TCP use " + s.interfaceName()
                 + " (" + s.address().getHostAddress() + ")";
@@ -758,7 +758,7 @@ public final class Doctor {
                     .max(java.util.Comparator.comparingLong(NetDevice::speedMbps)).orElse(null);
             if (chosen > 0 && fastest != null && fastest.speedMbps() >= 4 * chosen && !fastest.name().equals(s.interfaceName())) {
                 return warn(id, label + " at " + chosen + " Mb/s while " + fastest.name() + " is up at " + fastest.speedMbps()
-                        + " Mb/s; TCP carries the data here", "set JCCL_SOCKET_IFNAME==" + fastest.name() + " if other hosts reach it");
+                        + " Mb/s; TCP carries the data here", "set JCCL_SOCKET_IFNAME=" + fastest.name() + " if other hosts reach it");
             }
         }
         return pass(id, label);

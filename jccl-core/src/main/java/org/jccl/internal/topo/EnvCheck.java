@@ -3,34 +3,29 @@ package org.jccl.internal.topo;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.internal.config.Setting;
 
 /**
- * The {@code env} check of {@code jccl doctor}: variables that do nothing. Kept apart from the
- * other checks so that it can be swapped for the configuration registry's own validation when that
- * exists; it uses only {@link Setting#byName}, {@link Setting#all} and the typed getters.
- *
+ * The {@code env} check of {@code jccl doctor}: variables that do nothing and values that are not
+ * allowed, as the configuration registry reports them ({@link Config#warnings()},
+ * {@link Config#problems()}), so {@code jccl doctor}, {@code jccl env} and initialisation say the
+ * same thing:
  * <ul>
  *   <li>a {@code JCCL_*} name jccl does not know (a typo: "did you mean");</li>
  *   <li>an {@code NCCL_*} name that does not exist in NCCL either, but circulates in blog posts;</li>
+ *   <li>a real NCCL variable that jccl does not honour;</li>
  *   <li>a {@code JCCL_*} and its NCCL alias set to different values (the jccl name wins);</li>
  *   <li>a value a setting does not accept (the setting's own error message).</li>
  * </ul>
- * Other {@code NCCL_*} variables are NCCL's (used by {@code jccl perf --backend nccl}) and only listed.
+ * {@code NCCL_*} variables that are not aliases of jccl settings are also listed: NCCL reads them
+ * ({@code jccl perf --backend nccl}).
  */
 public final class EnvCheck {
     private EnvCheck() {
     }
-
-    /** NCCL variables that NCCL has never read; each maps to what the writer probably wanted. */
-    static final Map<String, String> NCCL_NONEXISTENT = Map.of(
-            "NCCL_IB_MTU", "the IB MTU is the port's (ibv_devinfo shows active_mtu); set it on the switch/subnet manager",
-            "NCCL_RX_RING_SIZE", "ring sizes of NICs are set with ethtool -G",
-            "NCCL_IB_DISABLE_ECN", "ECN is configured on the NIC and switches (e.g. mlnx_qos / the switch's QoS), not by NCCL");
 
     /**
      * What the environment gets wrong.
@@ -43,65 +38,28 @@ public final class EnvCheck {
     }
 
     public static Result check(Map<String, String> env) {
-        List<String> problems = new ArrayList<>();
-        List<String> bad = new ArrayList<>();
         List<String> ncclOnly = new ArrayList<>();
-        Map<String, String> sorted = new TreeMap<>(env);
-        for (Map.Entry<String, String> e : sorted.entrySet()) {
-            String name = e.getKey();
-            if (name.startsWith("JCCL_")) {
-                if (Setting.byName(name) == null) {
-                    String near = closest(name);
-                    problems.add(name + " is not a jccl setting" + (near == null ? "" : " (did you mean " + near + "?)")
-                            + "; it has no effect");
-                }
-            } else if (name.startsWith("NCCL_")) {
-                if (NCCL_NONEXISTENT.containsKey(name)) {
-                    problems.add(name + " does not exist in NCCL or jccl and has no effect anywhere: " + NCCL_NONEXISTENT.get(name));
-                } else {
-                    Setting s = Setting.byName(name);
-                    if (s == null) {
-                        ncclOnly.add(name);
-                    } else if (env.containsKey(s.name()) && !env.get(s.name()).equals(e.getValue())) {
-                        problems.add(name + "=" + e.getValue() + " is ignored: " + s.name() + "=" + env.get(s.name()) + " is also set and wins");
-                    }
-                }
+        for (String name : new TreeMap<>(env).keySet()) {
+            if (name.startsWith("NCCL_") && Setting.byName(name) == null) {
+                ncclOnly.add(name);
             }
         }
-        Config config = Config.fromEnvironment(env);
-        for (Setting s : Setting.all().values()) {
-            if (config.raw(s.name()) == null) {
-                continue;
-            }
-            try {
-                switch (s.kind()) {
-                    case INT, BYTES -> s.getLong(config);
-                    case BOOL -> s.getBool(config);
-                    case DURATION_SECONDS -> s.getDuration(config);
-                    case STRING -> { }
-                }
-            } catch (ConfigException x) {
-                bad.add(x.getMessage());
-            }
+        Config config;
+        try {
+            config = Config.fromEnvironment(env);
+        } catch (ConfigException e) {
+            // JCCL_CONF_FILE names a missing or broken file.
+            Map<String, String> withoutFile = new TreeMap<>(env);
+            withoutFile.remove("JCCL_CONF_FILE");
+            Config rest = Config.fromEnvironment(withoutFile);
+            List<String> bad = new ArrayList<>(rest.problems());
+            bad.add(0, e.getMessage());
+            return new Result(rest.warnings(), bad, ncclOnly);
         }
-        return new Result(problems, bad, ncclOnly);
+        return new Result(config.warnings(), config.problems(), ncclOnly);
     }
 
-    /** The known name nearest to {@code name} (edit distance at most 3), or null. */
-    static String closest(String name) {
-        String best = null;
-        int bestD = 4;
-        Set<String> names = Setting.all().keySet();
-        for (String k : names) {
-            int d = editDistance(name, k);
-            if (d < bestD) {
-                bestD = d;
-                best = k;
-            }
-        }
-        return best;
-    }
-
+    /** Levenshtein distance (Doctor's "did you mean" for HCA names). */
     static int editDistance(String a, String b) {
         int[] prev = new int[b.length() + 1];
         int[] cur = new int[b.length() + 1];

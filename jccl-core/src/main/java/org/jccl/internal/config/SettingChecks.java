@@ -1,0 +1,121 @@
+package org.jccl.internal.config;
+
+import java.util.List;
+import java.util.Locale;
+import org.jccl.Config;
+import org.jccl.ConfigException;
+import org.jccl.JcclId;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.net.DeviceList;
+import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.runtime.AlgoSelector;
+
+/**
+ * The checks of text settings that have a grammar, each done by the parser that later reads the
+ * value, so that {@link Config#validate()} and {@code jccl env} report exactly the errors that
+ * initialisation would hit. Kept apart from {@link Settings} so the registry stays a plain list.
+ * The GPU settings' algorithm names ({@code JCCL_CUDA_ALLREDUCE}, ...) are checked by jccl-cuda
+ * when it reads them, so the list of kernels lives in one place.
+ */
+final class SettingChecks {
+
+    private SettingChecks() {
+    }
+
+    private static final List<String> REDUCE_VECTOR = List.of("auto", "1", "0", "true", "false", "yes", "no", "on", "off");
+
+    /** What a text setting allows, in words, or null when it takes any text. */
+    static String allowed(Setting s) {
+        if (s == Settings.DEBUG) {
+            return "one of NONE, VERSION, WARN, INFO, TRACE";
+        }
+        if (s == Settings.DEBUG_SUBSYS) {
+            return "a comma list of " + Log.subsystemNames() + " or ALL; ^ in front excludes the subsystems listed";
+        }
+        if (s == Settings.DEBUG_FILE) {
+            return "a file path; %h is replaced by the host name, %p by the pid, %r by the rank, %% by %";
+        }
+        if (s == Settings.SOCKET_IFNAME) {
+            return DeviceList.grammar(false);
+        }
+        if (s == Settings.IB_HCA) {
+            return DeviceList.grammar(true);
+        }
+        if (s == Settings.SOCKET_FAMILY) {
+            return "AF_INET or AF_INET6";
+        }
+        if (s == Settings.REDUCE_VECTOR) {
+            return "auto, 1 or 0";
+        }
+        if (s == Settings.ALGO) {
+            return "NCCL's JCCL_ALGO grammar: ring,rd | ^rd | allreduce:ring;broadcast:tree";
+        }
+        if (s == Settings.AUTH_TOKEN) {
+            return "32 hex digits (openssl rand -hex 16)";
+        }
+        if (s == Settings.COMM_ID) {
+            return "host:port or [ipv6]:port";
+        }
+        return null;
+    }
+
+    /**
+     * Checks {@code value} of text setting {@code s}.
+     *
+     * @throws ConfigException naming the variable, the value, what is allowed and where it was set
+     */
+    static void check(Setting s, String value, Config config) {
+        try {
+            if (s == Settings.DEBUG) {
+                Log.parseLevel(value);
+            } else if (s == Settings.DEBUG_SUBSYS) {
+                Log.parseSubsys(value);
+            } else if (s == Settings.DEBUG_FILE) {
+                Log.checkFilePattern(value);
+            } else if (s == Settings.SOCKET_IFNAME) {
+                Interfaces.parse(value);
+            } else if (s == Settings.IB_HCA) {
+                DeviceList.parse(s.name(), value, true);
+            } else if (s == Settings.SOCKET_FAMILY) {
+                Interfaces.Family.parse(value);
+            } else if (s == Settings.REDUCE_VECTOR) {
+                oneOf(s, value, REDUCE_VECTOR, "auto, 1 or 0");
+            } else if (s == Settings.ALGO) {
+                AlgoSelector.parse(value);
+            } else if (s == Settings.AUTH_TOKEN) {
+                JcclId.parseSecret(value, s.name());
+            } else if (s == Settings.COMM_ID) {
+                hostPort(s, value);
+            }
+        } catch (ConfigException e) {
+            throw s.withOrigin(e, config);
+        }
+    }
+
+    private static void oneOf(Setting s, String value, List<String> allowed, String words) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        if (!allowed.contains(v)) {
+            throw new ConfigException(s.name() + "='" + value + "' is not allowed: expected " + words
+                    + DidYouMean.hint(v, allowed, "") + " (" + s.doc() + ")");
+        }
+    }
+
+    /** Syntax only: resolving the host here would make {@code jccl env} wait on DNS. */
+    private static void hostPort(Setting s, String value) {
+        String t = value.trim();
+        int colon = t.lastIndexOf(':');
+        boolean ok = colon > 0 && colon < t.length() - 1 && (t.indexOf(':') == colon || t.startsWith("["));
+        if (ok) {
+            try {
+                int port = Integer.parseInt(t.substring(colon + 1));
+                ok = port >= 1 && port <= 65535;
+            } catch (NumberFormatException e) {
+                ok = false;
+            }
+        }
+        if (!ok) {
+            throw new ConfigException(s.name() + "='" + value + "' is not allowed: expected host:port with a port from 1 to 65535"
+                    + " (or [ipv6]:port)");
+        }
+    }
+}
