@@ -66,7 +66,8 @@ public final class Settings {
             + " segment, collectives use the rings");
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
-                    + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather;"
+                    + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather, shared"
+                    + " (the shared collective segment of same-host ranks);"
                     + " unset: the tuner picks the cheapest by its cost model");
     public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, null, 0, 1L << 40,
             "if set: all-reduce messages up to this size use recursive doubling, larger ones ring or rabenseifner (the tuner picks);"
