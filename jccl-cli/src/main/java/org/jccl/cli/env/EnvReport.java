@@ -11,6 +11,7 @@ import org.jccl.ConfigException;
 import org.jccl.Jccl;
 import org.jccl.internal.config.ConfigFile;
 import org.jccl.internal.config.Setting;
+import org.jccl.internal.topo.Json;
 
 /**
  * What {@code jccl env} prints: every setting with its effective value and source, the config
@@ -169,73 +170,41 @@ public record EnvReport(List<Row> settings, ConfigFile.Located file, List<String
      * </pre>
      */
     public String json() {
-        StringBuilder sb = new StringBuilder("{\n");
-        sb.append("  \"jccl_version\": ").append(str(Jccl.version())).append(",\n");
-        sb.append("  \"precedence\": [\"code\", \"env\", \"file\", \"default\"],\n");
-        sb.append("  \"config_file\": ");
+        Map<String, Object> root = new LinkedHashMap<>();
+        root.put("jccl_version", Jccl.version());
+        root.put("precedence", List.of("code", "env", "file", "default"));
         if (file == null) {
-            sb.append("null");
+            root.put("config_file", null);
         } else {
-            sb.append("{\"path\": ").append(str(file.path().toString())).append(", \"found_as\": ").append(str(file.how()))
-                    .append(", \"shadowed\": ").append(file.shadowed() == null ? "null" : str(file.shadowed().toString())).append('}');
+            Map<String, Object> f = new LinkedHashMap<>();
+            f.put("path", file.path().toString());
+            f.put("found_as", file.how());
+            f.put("shadowed", file.shadowed() == null ? null : file.shadowed().toString());
+            root.put("config_file", f);
         }
-        sb.append(",\n  \"job\": ").append(launch == null ? "null" : str(launch)).append(",\n");
-        sb.append("  \"settings\": [\n");
-        for (int i = 0; i < settings.size(); i++) {
-            Row r = settings.get(i);
+        root.put("job", launch);
+        List<Object> rows = new ArrayList<>();
+        for (Row r : settings) {
             Setting s = r.setting();
             Config.Origin o = r.origin();
-            sb.append("    {\"name\": ").append(str(s.name()))
-                    .append(", \"nccl_alias\": ").append(str(s.ncclAlias()))
-                    .append(", \"value\": ").append(str(r.value()))
-                    .append(", \"default\": ").append(str(s.defaultValue()))
-                    .append(", \"source\": ").append(str(o.source() == Config.Source.FILE ? "file" : o.label()))
-                    .append(", \"variable\": ").append(str(o.variable()))
-                    .append(", \"file\": ").append(str(o.file() == null ? null : o.file().toString()))
-                    .append(", \"line\": ").append(o.line() > 0 ? Integer.toString(o.line()) : "null")
-                    .append(", \"kind\": ").append(str(s.kind().name().toLowerCase(java.util.Locale.ROOT)))
-                    .append(", \"allowed\": ").append(str(s.allowed()))
-                    .append(", \"doc\": ").append(str(s.doc()))
-                    .append(", \"error\": ").append(str(r.error()))
-                    .append(i + 1 < settings.size() ? "},\n" : "}\n");
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("name", s.name());
+            m.put("nccl_alias", s.ncclAlias());
+            m.put("value", r.value());
+            m.put("default", s.defaultValue());
+            m.put("source", o.source() == Config.Source.FILE ? "file" : o.label());
+            m.put("variable", o.variable());
+            m.put("file", o.file() == null ? null : o.file().toString());
+            m.put("line", o.line() > 0 ? o.line() : null);
+            m.put("kind", s.kind().name().toLowerCase(java.util.Locale.ROOT));
+            m.put("allowed", s.allowed());
+            m.put("doc", s.doc());
+            m.put("error", r.error());
+            rows.add(m);
         }
-        sb.append("  ],\n");
-        sb.append("  \"warnings\": ").append(strings(warnings)).append(",\n");
-        sb.append("  \"errors\": ").append(strings(errors)).append("\n}\n");
-        return sb.toString();
-    }
-
-    private static String strings(List<String> list) {
-        StringBuilder sb = new StringBuilder("[");
-        for (int i = 0; i < list.size(); i++) {
-            sb.append(i == 0 ? "" : ", ").append(str(list.get(i)));
-        }
-        return sb.append(']').toString();
-    }
-
-    /** A JSON string literal, or null. */
-    static String str(String s) {
-        if (s == null) {
-            return "null";
-        }
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\t' -> b.append("\\t");
-                case '\r' -> b.append("\\r");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        return b.append('"').toString();
+        root.put("settings", rows);
+        root.put("warnings", warnings);
+        root.put("errors", errors);
+        return Json.write(root) + "\n";
     }
 }
