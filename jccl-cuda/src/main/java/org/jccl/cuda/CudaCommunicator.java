@@ -133,7 +133,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.args = KernelArgs.collective(arena);
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
-        this.allReduceAlgo = allReduceAlgo(config);
+        this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial");
         this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
@@ -170,15 +170,6 @@ public final class CudaCommunicator implements DeviceCommunicator {
         String a = setting.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
         if (!List.of(allowed).contains(a)) {
             throw new org.jccl.ConfigException(setting.name() + "=" + a + " is not one of " + String.join(", ", allowed));
-        }
-        return a;
-    }
-
-    private static String allReduceAlgo(Config config) {
-        String a = Settings.CUDA_ALLREDUCE.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
-        if (!List.of("auto", "oneshot", "twoshot", "push", "push-serial").contains(a)) {
-            throw new org.jccl.ConfigException("JCCL_CUDA_ALLREDUCE=" + a + " is not an all-reduce algorithm; use auto, oneshot,"
-                    + " twoshot, push or push-serial");
         }
         return a;
     }
