@@ -78,6 +78,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final String allReduceAlgo;
     private final String broadcastAlgo;
     private final String allToAllAlgo;
+    private final String reduceScatterAlgo;
+    private final long ceChunk;
+    /** Copy-engine streams, events and scratch, created by the first copy-engine operation. */
+    private CeLanes ce;
     private final int maxBlocks;
     private final long timeoutNs;
     private final int nblocksOverride;
@@ -133,7 +137,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.args = KernelArgs.collective(arena);
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
-        this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial");
+        this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial", "ce");
+        this.reduceScatterAlgo = choice(Settings.CUDA_REDUCE_SCATTER, config, "auto", "load", "ce");
+        this.ceChunk = Settings.CUDA_CE_CHUNK.getLong(config) / 256 * 256;
         this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
@@ -461,6 +467,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
             return;
         }
         DataType t = send.type();
+        // ce only when asked: 240-270 GB/s against push's 351 at 1-8 GB on 4x H200 (copy-engine reads from
+        // peers are slower than SM stores; docs/PERFORMANCE.md)
+        if (size > 1 && count > 0 && allReduceAlgo.equals("ce")) {
+            ceReduce("allReduce", send, recv, op, stream, count, t, true);
+            return;
+        }
         boolean fitsOneShot = t.bytes(count) <= oneshotMax && size > 1;
         boolean oneShot = allReduceAlgo.equals("oneshot") ? fitsOneShot : allReduceAlgo.equals("auto") && fitsOneShot;
         // auto: one-shot up to JCCL_CUDA_ONESHOT_MAX, then push (measured ahead of twoshot at every
@@ -538,6 +550,168 @@ public final class CudaCommunicator implements DeviceCommunicator {
         });
     }
 
+    /**
+     * Copy-engine reduce-scatter (and all-reduce = reduce-scatter + all-gather), for large messages.
+     * Rank r owns one range of the elements (all-reduce: slice r of the buffer; reduce-scatter: block
+     * r of the input) and walks it in pieces of JCCL_CUDA_CE_CHUNK bytes: its copy engines pull the
+     * piece from every peer's input into a local scratch slot (one stream per peer), a kernel reduces
+     * the slots and its own input in rank order into its output, and (all-reduce) the copy engines
+     * push the result into every peer's output (one stream per peer). Pulls of the next pieces, the
+     * reduction of this one and the pushes of the previous ones overlap; four slots per peer rotate,
+     * a slot being refilled only after the kernel that read it. Only two cross-GPU synchronisations
+     * per operation: a start barrier (every input is ready and every output free) and an end barrier
+     * after the last push (every output complete, no peer still reading this rank's input); both are
+     * one-block kernels that poll the abort word and the deadline. All other ordering is local
+     * (events between this GPU's streams).
+     *
+     * @param count all-reduce: elements of the buffer; reduce-scatter: elements of each rank's block
+     */
+    private void ceReduce(String what, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream, long count, DataType t,
+                          boolean gather) {
+        int es = t.size();
+        long per = 16 / es;
+        long lo;
+        long hi;
+        if (gather) {
+            long slice = roundUp(ceilDiv(count, size), per);
+            lo = Math.min(rank * slice, count);
+            hi = Math.min(lo + slice, count);
+        } else {
+            lo = rank * count;
+            hi = lo + count;
+        }
+        long pieceElems = Math.max(per, ceChunk / es / per * per);
+        MemorySegment fn = kernels.reduce(t, op);
+        submitCollective(what, send.address(), recv.address(), stream, peers -> {
+            CeLanes l = lanes();
+            MemorySegment main = stream.handle();
+            barrierKernel(KernelArgs.MODE_START, main, what + " copy-engine start");
+            CudaDriver.eventRecord(l.start, main);
+            for (int q = 0; q < size; q++) {
+                if (q != rank) {
+                    CudaDriver.streamWaitEvent(l.pull[q], l.start);
+                    CudaDriver.streamWaitEvent(l.push[q], l.start);
+                }
+            }
+            // output offset of input element i: all-reduce the same place, reduce-scatter block-relative
+            long outShift = gather ? 0 : lo;
+            int k = 0;
+            for (long p = lo; p < hi; p += pieceElems, k++) {
+                long len = Math.min(pieceElems, hi - p);
+                int slot = k % CeLanes.SLOTS;
+                boolean vec = true;
+                args.clear0();
+                for (int q = 0; q < size; q++) {
+                    long src;
+                    if (q == rank) {
+                        src = send.address() + p * es;
+                    } else {
+                        src = l.slot(slot, q);
+                        if (k >= CeLanes.SLOTS) {
+                            CudaDriver.streamWaitEvent(l.pull[q], l.reduced[slot]); // the kernel that read this slot is done
+                        }
+                        CudaDriver.memcpyDtoDAsync(src, in(peers, q) + p * es, len * es, l.pull[q]);
+                        CudaDriver.eventRecord(l.pulled[slot][q], l.pull[q]);
+                        CudaDriver.streamWaitEvent(main, l.pulled[slot][q]);
+                    }
+                    args.src(q, src);
+                    vec &= src % 16 == 0;
+                }
+                long dst = recv.address() + (p - outShift) * es;
+                args.dst(0, dst);
+                vec &= dst % 16 == 0;
+                launchReduce(fn, len, size, 1, vec ? KernelArgs.MODE_VEC : 0, t.bytes(len), stream, what + " copy-engine reduce");
+                CudaDriver.eventRecord(l.reduced[slot], main);
+                if (gather) {
+                    for (int j = 1; j < size; j++) {
+                        int q = (rank + j) % size;
+                        CudaDriver.streamWaitEvent(l.push[q], l.reduced[slot]);
+                        CudaDriver.memcpyDtoDAsync(out(peers, q) + p * es, dst, len * es, l.push[q]);
+                    }
+                }
+            }
+            for (int q = 0; q < size; q++) {
+                if (q != rank) {
+                    CudaDriver.eventRecord(l.pushed[q], l.push[q]);
+                    CudaDriver.streamWaitEvent(main, l.pushed[q]);
+                    CudaDriver.eventRecord(l.pulled[0][q], l.pull[q]);
+                    CudaDriver.streamWaitEvent(main, l.pulled[0][q]);
+                }
+            }
+            barrierKernel(KernelArgs.MODE_END, main, what + " copy-engine end");
+        });
+    }
+
+    /** A one-block kernel that is only a start or an end barrier among the ranks (epoch: the current operation's). */
+    private void barrierKernel(int mode, MemorySegment stream, String what) {
+        args.clear0();
+        args.op(0, currentEpoch, 1, 0, mode, size);
+        CudaDriver.launchKernel(kernels.copy, 1, Kernels.THREADS, 0, stream, args.params(), what);
+    }
+
+    /** Side streams, events and scratch of the copy-engine operations of this communicator. */
+    private final class CeLanes {
+        static final int SLOTS = 4;
+        final MemorySegment[] pull = new MemorySegment[size];
+        final MemorySegment[] push = new MemorySegment[size];
+        final MemorySegment start = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+        final MemorySegment[][] pulled = new MemorySegment[SLOTS][size];
+        final MemorySegment[] reduced = new MemorySegment[SLOTS];
+        final MemorySegment[] pushed = new MemorySegment[size];
+        final long pieceBytes;
+        final long scratch;
+
+        CeLanes(long pieceBytes) {
+            this.pieceBytes = pieceBytes;
+            for (int q = 0; q < size; q++) {
+                if (q != rank) {
+                    pull[q] = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
+                    push[q] = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
+                    pushed[q] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+                    for (int s = 0; s < SLOTS; s++) {
+                        pulled[s][q] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+                    }
+                }
+            }
+            for (int s = 0; s < SLOTS; s++) {
+                reduced[s] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+            }
+            this.scratch = CudaDriver.memAlloc((long) SLOTS * size * pieceBytes);
+            Log.info(Log.Subsys.ALLOC, rank, name + ": copy-engine lanes: " + 2 * (size - 1) + " streams, "
+                    + (SLOTS * size * pieceBytes >> 20) + " MiB of scratch (" + SLOTS + " slots x " + (pieceBytes >> 20)
+                    + " MiB per peer, JCCL_CUDA_CE_CHUNK)");
+        }
+
+        long slot(int s, int q) {
+            return scratch + ((long) s * size + q) * pieceBytes;
+        }
+
+        void close() {
+            for (int q = 0; q < size; q++) {
+                if (q != rank) {
+                    CudaDriver.streamDestroy(pull[q]);
+                    CudaDriver.streamDestroy(push[q]);
+                    CudaDriver.eventDestroy(pushed[q]);
+                    for (int s = 0; s < SLOTS; s++) {
+                        CudaDriver.eventDestroy(pulled[s][q]);
+                    }
+                }
+            }
+            for (int s = 0; s < SLOTS; s++) {
+                CudaDriver.eventDestroy(reduced[s]);
+            }
+            CudaDriver.eventDestroy(start);
+            CudaDriver.memFree(scratch);
+        }
+    }
+
+    private CeLanes lanes() {
+        if (ce == null) {
+            ce = new CeLanes(roundUp(ceChunk, 256));
+        }
+        return ce;
+    }
+
     @Override
     public void reduce(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream stream) {
         checkUsable("reduce");
@@ -582,6 +756,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         DataType t = send.type();
         int es = t.size();
+        if (size > 1 && c > 0 && reduceScatterAlgo.equals("ce")) { // only when asked: slower than load (docs/PERFORMANCE.md)
+            ceReduce("reduceScatter", send, recv, op, stream, c, t, false);
+            return;
+        }
         MemorySegment fn = kernels.reduce(t, op);
         submitCollective("reduceScatter", send.address(), recv.address(), stream, peers -> {
             args.clear0();
@@ -1284,6 +1462,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
             if (scratch != 0) {
                 CudaDriver.memFree(scratch);
+            }
+            if (ce != null) {
+                ce.close();
+                ce = null;
             }
             exchange.close();
             if (exchange instanceof InProcessExchange && signal != 0) {

@@ -227,7 +227,13 @@ class GpuCollectivesTest {
                 Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_ALLTOALL", "split", Coll.ALL_TO_ALL),
-                Arguments.of("JCCL_CUDA_ALLTOALL", "serial", Coll.ALL_TO_ALL));
+                Arguments.of("JCCL_CUDA_ALLTOALL", "serial", Coll.ALL_TO_ALL),
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "ce", Coll.ALL_REDUCE),
+                // 64 KiB pieces: many pieces per operation, so the four scratch slots rotate
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "ce;JCCL_CUDA_CE_CHUNK=64K", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_REDUCE_SCATTER", "load", Coll.REDUCE_SCATTER),
+                Arguments.of("JCCL_CUDA_REDUCE_SCATTER", "ce", Coll.REDUCE_SCATTER),
+                Arguments.of("JCCL_CUDA_REDUCE_SCATTER", "ce;JCCL_CUDA_CE_CHUNK=64K", Coll.REDUCE_SCATTER));
     }
 
     /**
@@ -246,7 +252,14 @@ class GpuCollectivesTest {
         List<Integer> counts = most >= 4 ? List.of(most, 3) : List.of(most);
         for (int n : counts) {
             List<CudaDevice> devices = GpuEnv.devices(n);
-            org.jccl.Config config = org.jccl.Config.fromEnvironment().with(setting, value);
+            // value "v;K=V;...": the setting's value, then further settings for the same variant
+            String[] parts = value.split(";");
+            org.jccl.Config built = org.jccl.Config.fromEnvironment().with(setting, parts[0]);
+            for (int i = 1; i < parts.length; i++) {
+                String[] kv = parts[i].split("=", 2);
+                built = built.with(kv[0], kv[1]);
+            }
+            org.jccl.Config config = built;
             List<DeviceCommunicator> comms = RankSet.withDeadline("createAll with " + setting + "=" + value, GpuEnv.CREATE_TIMEOUT,
                     () -> List.copyOf(CudaCommunicator.createAll(devices, config)));
             try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {

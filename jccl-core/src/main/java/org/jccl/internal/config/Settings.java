@@ -98,7 +98,16 @@ public final class Settings {
     public static final Setting CUDA_ALLREDUCE = Setting.define("JCCL_CUDA_ALLREDUCE", null, STRING, "auto", 0, 0,
             "GPU all-reduce algorithm: auto, oneshot (pushes into every peer's inbox; at most JCCL_CUDA_ONESHOT_MAX), twoshot"
                     + " (loads from peers, stores to peers), push (stores only, through scratch) or push-serial (push, the reduced"
-                    + " slice stored to one peer after another)");
+                    + " slice stored to one peer after another) or ce (copy engines: each GPU pulls its slice from every peer"
+                    + " into local scratch, reduces it, and pushes the result to every peer, pipelined in JCCL_CUDA_CE_CHUNK"
+                    + " pieces; measured slower than push on 4x H200, so auto never picks it)");
+    public static final Setting CUDA_REDUCE_SCATTER = Setting.define("JCCL_CUDA_REDUCE_SCATTER", null, STRING, "auto", 0, 0,
+            "GPU reduce-scatter: auto, load (one kernel loads every peer's block and reduces it) or ce (copy engines pull"
+                    + " the peers' blocks into local scratch, a kernel reduces them, pipelined; measured slower than load on 4x H200, so"
+                    + " auto never picks it)");
+    public static final Setting CUDA_CE_CHUNK = Setting.define("JCCL_CUDA_CE_CHUNK", null, BYTES, "32M", 64 << 10, 1L << 32,
+            "piece of the copy-engine all-reduce / reduce-scatter: each GPU pulls this many bytes from every peer per step"
+                    + " (scratch: 4 x (ranks - 1) pieces per GPU)");
     public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
             "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
     public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,

@@ -43,6 +43,7 @@ public final class CudaDriver {
     /** cuStreamCreate flag: no implicit synchronization with the legacy default stream. */
     public static final int STREAM_NON_BLOCKING = 0x1;
     /** cuEventCreate flags. */
+    public static final int POINTER_ATTRIBUTE_BUFFER_ID = 7;
     public static final int EVENT_DEFAULT = 0x0;
     public static final int EVENT_DISABLE_TIMING = 0x2;
     public static final int EVENT_INTERPROCESS = 0x4;
@@ -138,6 +139,7 @@ public final class CudaDriver {
     private static final MethodHandle cuFuncGetAttribute = fn("cuFuncGetAttribute", rc(ADDRESS, JAVA_INT, ADDRESS));
     private static final MethodHandle cuLaunchKernel = fn("cuLaunchKernel", rc(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
             JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    private static final MethodHandle cuPointerGetAttribute = fn("cuPointerGetAttribute", rc(ADDRESS, JAVA_INT, JAVA_LONG));
     private static final MethodHandle cuIpcGetMemHandle = fn("cuIpcGetMemHandle", rc(ADDRESS, JAVA_LONG));
     private static final MethodHandle cuIpcOpenMemHandle = fn("cuIpcOpenMemHandle_v2", rc(ADDRESS, MemoryLayout.structLayout(MemoryLayout.sequenceLayout(64, JAVA_BYTE)), JAVA_INT));
     private static final MethodHandle cuIpcCloseMemHandle = fn("cuIpcCloseMemHandle", rc(JAVA_LONG));
@@ -470,6 +472,18 @@ public final class CudaDriver {
             MemorySegment s = a.allocate(JAVA_LONG);
             check((int) cuMemGetAddressRange.invokeExact(b, s, dptr), "cuMemGetAddressRange(" + hex(dptr) + ")");
             return new long[] {b.get(JAVA_LONG, 0), s.get(JAVA_LONG, 0)};
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** CU_POINTER_ATTRIBUTE_BUFFER_ID: an id unique to the allocation holding {@code dptr} for the process's lifetime. */
+    public static long pointerBufferId(long dptr) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment v = a.allocate(JAVA_LONG);
+            check((int) cuPointerGetAttribute.invokeExact(v, POINTER_ATTRIBUTE_BUFFER_ID, dptr),
+                    "cuPointerGetAttribute(BUFFER_ID, " + hex(dptr) + ")");
+            return v.get(JAVA_LONG, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

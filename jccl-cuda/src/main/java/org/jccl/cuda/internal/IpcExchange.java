@@ -151,17 +151,35 @@ public final class IpcExchange implements Exchange {
         return n;
     }
 
+    /**
+     * This rank's own allocations already exported: buffer id (CU_POINTER_ATTRIBUTE_BUFFER_ID, never
+     * reused within the process, so a freed and reallocated range gets a new entry) -> {base, size,
+     * handle}. Saves cuMemGetAddressRange + cuIpcGetMemHandle on every operation over the same buffers.
+     */
+    private final Map<Long, Object[]> exported = new HashMap<>();
+
     /** Writes (handle of the allocation holding p, offset in it, size) at {@code at}; zeros for p == 0. */
-    private static void ref(byte[] rec, int at, long p) {
+    private void ref(byte[] rec, int at, long p) {
         ByteBuffer b = ByteBuffer.wrap(rec, at, REF_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         if (p == 0) {
             b.put(new byte[REF_BYTES]);
             return;
         }
-        long[] range = CudaDriver.memGetAddressRange(p);
-        b.put(CudaDriver.ipcGetMemHandle(range[0]));
-        b.putLong(p - range[0]);
-        b.putLong(range[1]);
+        long id = CudaDriver.pointerBufferId(p);
+        Object[] e = exported.get(id);
+        long base;
+        if (e == null || p < (long) e[0] || p >= (long) e[0] + (long) e[1]) {
+            long[] range = CudaDriver.memGetAddressRange(p);
+            e = new Object[] {range[0], range[1], CudaDriver.ipcGetMemHandle(range[0])};
+            if (exported.size() >= 4096) {
+                exported.clear(); // a bound: programs that allocate without end do not grow this map without end
+            }
+            exported.put(id, e);
+        }
+        base = (long) e[0];
+        b.put((byte[]) e[2]);
+        b.putLong(p - base);
+        b.putLong((long) e[1]);
         b.putLong(p);
     }
 
@@ -193,8 +211,13 @@ public final class IpcExchange implements Exchange {
     public void publishCollective(int rank, long epoch, long in, long out) {
         byte[] mine = new byte[RECORD_BYTES];
         ByteBuffer.wrap(mine).order(ByteOrder.LITTLE_ENDIAN).putLong(0, epoch);
+        long t0 = System.nanoTime();
         ref(mine, 8, in);
         ref(mine, 8 + REF_BYTES, out);
+        if (Log.enabled(Log.Level.TRACE, Log.Subsys.P2P)) {
+            Log.trace(Log.Subsys.P2P, rank, "GPU collective #" + epoch + ": exporting the buffers " + (System.nanoTime() - t0) / 1000
+                    + " us");
+        }
         published.add(new Object[] {mine, in, out});
     }
 
@@ -206,7 +229,9 @@ public final class IpcExchange implements Exchange {
             throw new IllegalStateException("resolveCollective without publishCollective");
         }
         byte[] all = new byte[RECORD_BYTES * n];
+        long t0 = System.nanoTime();
         host.allGather(Buffer.of((byte[]) p[0]), Buffer.of(all));
+        long t1 = System.nanoTime();
         long[] r = new long[2 * n];
         r[2 * rank] = (long) p[1];
         r[2 * rank + 1] = (long) p[2];
@@ -221,6 +246,10 @@ public final class IpcExchange implements Exchange {
             }
             r[2 * q] = map(all, q * RECORD_BYTES + 8, q);
             r[2 * q + 1] = map(all, q * RECORD_BYTES + 8 + REF_BYTES, q);
+        }
+        if (Log.enabled(Log.Level.TRACE, Log.Subsys.P2P)) {
+            Log.trace(Log.Subsys.P2P, rank, "GPU collective #" + epoch + ": handle exchange " + (t1 - t0) / 1000 + " us, mapping "
+                    + (System.nanoTime() - t1) / 1000 + " us");
         }
         return r;
     }
