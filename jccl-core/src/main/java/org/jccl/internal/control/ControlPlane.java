@@ -543,10 +543,17 @@ public final class ControlPlane {
                         if (k.isValid() && k.isWritable()) {
                             flush(c);
                         }
-                    } else if (k.attachment() instanceof StatusClient sc) {
-                        statusRead(sc);
-                    } else if (k.isAcceptable()) {
-                        statusAccept();
+                    } else {
+                        try {
+                            if (k.attachment() instanceof StatusClient sc) {
+                                statusRead(sc);
+                            } else if (k.isAcceptable()) {
+                                statusAccept();
+                            }
+                        } catch (IOException | RuntimeException e) {
+                            // A status client's trouble never stops the control channel.
+                            Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": status request failed: " + e);
+                        }
                     }
                 }
             }
@@ -1233,12 +1240,16 @@ public final class ControlPlane {
         m.put("last_stall_line", lastStallLine);
         byte[] text = (org.jccl.internal.topo.Json.write(m) + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
         try {
-            sc.ch.configureBlocking(true);
-            sc.ch.socket().setSoTimeout(2000);
+            // The channel stays registered (non-blocking): a few tries on loopback, bounded, then give up.
             ByteBuffer b = ByteBuffer.wrap(text);
-            while (b.hasRemaining()) {
-                sc.ch.write(b);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+            while (b.hasRemaining() && System.nanoTime() < deadline) {
+                if (sc.ch.write(b) == 0) {
+                    Thread.sleep(1);
+                }
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } catch (IOException | RuntimeException e) {
             Log.trace(Log.Subsys.NET, rank, "status client went away: " + e);
         } finally {
