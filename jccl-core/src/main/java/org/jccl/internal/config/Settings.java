@@ -129,6 +129,21 @@ public final class Settings {
     public static final Setting DEBUG_FILE = Setting.define("JCCL_DEBUG_FILE", "NCCL_DEBUG_FILE", STRING, null, 0, 0,
             "log file instead of stderr; %h host, %p pid, %r rank (lines logged before the rank is known go to the first rank's file)");
 
+    // ---- faults and hang attribution (org.jccl.internal.control)
+    public static final Setting PEER_TIMEOUT = Setting.define("JCCL_PEER_TIMEOUT", null, DURATION_SECONDS, "10", 1, 86_400,
+            "seconds without a heartbeat on the control channel after which a peer that has not closed (stopped, hung,"
+                    + " cut off) fails every rank's pending and later operations with a timeout naming it; heartbeats go every"
+                    + " quarter of this");
+    public static final Setting FLIGHT_RECORDER_SIZE = Setting.define("JCCL_FLIGHT_RECORDER_SIZE", null, INT, "1024", 16, 1 << 20,
+            "operations each communicator remembers (sequence number, collective, bytes, type, root/peer, algorithm,"
+                    + " transport, state, times) for stall reports, dumps and jccl status");
+    public static final Setting STALL_WARN = Setting.define("JCCL_STALL_WARN", null, DURATION_SECONDS, "30", 1, 86_400,
+            "seconds an operation may wait before the ranks compare sequence numbers, each logs one line naming the ranks"
+                    + " that are behind (or that called a different collective) and the flight recorder is dumped");
+    public static final Setting DUMP_DIR = Setting.define("JCCL_DUMP_DIR", null, STRING, null, 0, 0,
+            "directory for flight-recorder dumps (jccl-flight-<comm>-r<rank>-<pid>.json) and status endpoints;"
+                    + " unset: /tmp/jccl-<user>");
+
     // ---- topology and RDMA device choice (org.jccl.internal.topo; jccl topo, jccl doctor)
     public static final Setting TOPO_FILE = Setting.define("JCCL_TOPO_FILE", null, STRING, null, 0, 0,
             "read the host's topology from this JSON file (written by jccl topo --json or JCCL_TOPO_DUMP_FILE) instead of sysfs");

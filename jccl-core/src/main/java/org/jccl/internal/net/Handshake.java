@@ -50,7 +50,9 @@ public final class Handshake {
 
     /** What the connection is for; a data connection cannot be replayed against a bootstrap port. */
     public enum Kind {
-        BOOTSTRAP(1), DATA(2);
+        BOOTSTRAP(1), DATA(2),
+        /** The communicator's control channel (heartbeats, failure notices, stall reports: org.jccl.internal.control). */
+        CONTROL(3);
 
         final int code;
 

@@ -3,6 +3,7 @@ package org.jccl.internal.runtime;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,6 +31,7 @@ import org.jccl.JcclId;
 import org.jccl.internal.bootstrap.Bootstrap;
 import org.jccl.internal.bootstrap.BootstrapRoot;
 import org.jccl.internal.bootstrap.PeerInfoCodec;
+import org.jccl.internal.control.ControlPlane;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.transport.local.LocalTransport;
 import org.jccl.internal.transport.shm.ShmTransport;
@@ -113,6 +115,7 @@ public final class CommunicatorFactory {
         List<Transport> transports = transports(config);
         TransportContextImpl tctx = new TransportContextImpl(commId, rank, size, secret, config);
         Map<Transport, Endpoint> endpoints = new LinkedHashMap<>();
+        ServerSocketChannel control = null;
         try {
             Map<String, byte[]> addresses = new LinkedHashMap<>();
             for (Transport t : transports) {
@@ -120,17 +123,52 @@ public final class CommunicatorFactory {
                 endpoints.put(t, e);
                 addresses.put(t.name(), e.address());
             }
+            control = controlListener(rank, config, addresses);
             PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), HOST_HASH, PROCESS_ID, addresses);
             PeerInfo[] peers = rendezvous.exchange(self);
             tctx.setPeers(peers);
-            return new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx);
+            return withControl(new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx), control);
         } catch (IOException e) {
+            closeQuietly(control);
             closeAll(endpoints);
             throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": cannot open a transport endpoint: " + e.getMessage(), e);
         } catch (RuntimeException e) {
+            closeQuietly(control);
             tctx.stop();
             closeAll(endpoints);
             throw e;
+        }
+    }
+
+    /** Rank 0 listens for the control channel (org.jccl.internal.control) and publishes the address with its endpoints. */
+    private static ServerSocketChannel controlListener(int rank, Config config, Map<String, byte[]> addresses) throws IOException {
+        if (rank != 0) {
+            return null;
+        }
+        ServerSocketChannel l = ControlPlane.listen(config);
+        addresses.put(ControlPlane.ADDRESS_KEY, ControlPlane.address(l));
+        return l;
+    }
+
+    /** Connects the new communicator's control channel; a failure there fails the creation. */
+    private static CommunicatorImpl withControl(CommunicatorImpl c, ServerSocketChannel listener) {
+        try {
+            c.startControl(listener);
+            return c;
+        } catch (RuntimeException e) {
+            c.abort();
+            c.close();
+            throw e;
+        }
+    }
+
+    private static void closeQuietly(ServerSocketChannel s) {
+        if (s != null) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // failing already
+            }
         }
     }
 
@@ -188,6 +226,7 @@ public final class CommunicatorFactory {
         TransportContextImpl tctx = null;
         Map<Transport, Endpoint> endpoints = new LinkedHashMap<>();
         byte[] encoded = new byte[0];
+        ServerSocketChannel control = null;
         try {
             if (childRank >= 0) {
                 tctx = new TransportContextImpl(childId, childRank, childSize, secret, config);
@@ -197,6 +236,7 @@ public final class CommunicatorFactory {
                     endpoints.put(t, e);
                     addresses.put(t.name(), e.address());
                 }
+                control = controlListener(childRank, config, addresses);
                 PeerInfo self = parent.peerInfo(rank);
                 encoded = PeerInfoCodec.encode(new PeerInfo(childRank, self.host(), self.pid(), self.hostHash(), self.processId(),
                         addresses));
@@ -218,11 +258,14 @@ public final class CommunicatorFactory {
             tctx.setPeers(peers);
             Log.info(Log.Subsys.INIT, rank, "split: parent rank " + rank + " color " + color + " key " + key + " -> rank " + childRank
                     + " of " + childSize);
-            return new CommunicatorImpl(childRank, childSize, childId, secret, config, peers, transports, endpoints, tctx);
+            return withControl(new CommunicatorImpl(childRank, childSize, childId, secret, config, peers, transports, endpoints, tctx),
+                    control);
         } catch (IOException e) {
+            closeQuietly(control);
             closeAll(endpoints);
             throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": split cannot open a transport endpoint: " + e.getMessage(), e);
         } catch (RuntimeException e) {
+            closeQuietly(control);
             if (tctx != null) {
                 tctx.stop();
             }

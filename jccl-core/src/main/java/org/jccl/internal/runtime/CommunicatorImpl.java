@@ -26,6 +26,10 @@ import org.jccl.ReduceOp;
 import org.jccl.Work;
 import org.jccl.internal.algo.Collectives;
 import org.jccl.internal.config.Settings;
+import org.jccl.internal.control.CollectiveEvent;
+import org.jccl.internal.control.ControlPlane;
+import org.jccl.internal.control.Counters;
+import org.jccl.internal.control.FlightRecorder;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.transport.shm.ShmCollArea;
 import org.jccl.internal.transport.shm.ShmTransport;
@@ -79,6 +83,13 @@ public final class CommunicatorImpl implements Communicator {
     private final ThreadLocal<GroupImpl> openGroup = new ThreadLocal<>();
     private final AtomicInteger splitCount = new AtomicInteger();
 
+    /** Hang attribution and failure detection (org.jccl.internal.control). */
+    private final FlightRecorder recorder;
+    private final Counters counters;
+    /** What collectives travel on ("TCP", "SHM+TCP"), and each peer's transport: for the recorder and JFR. */
+    private final String collTransport;
+    private volatile ControlPlane control;
+
     private volatile JcclException abortCause;
     private volatile boolean closing;
     private volatile boolean resourcesReleased;
@@ -119,6 +130,14 @@ public final class CommunicatorImpl implements Communicator {
                 Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " -> rank " + p + " via " + transportOf[p].name());
             }
         }
+        String[] peerTransport = new String[size];
+        for (int p = 0; p < size; p++) {
+            peerTransport[p] = transportOf[p] == null ? null : transportOf[p].name();
+        }
+        this.counters = new Counters(peerTransport);
+        this.collTransport = String.join("+", new java.util.TreeSet<>(java.util.Arrays.stream(peerTransport)
+                .filter(Objects::nonNull).toList()));
+        this.recorder = new FlightRecorder(Settings.FLIGHT_RECORDER_SIZE.getInt(config));
         java.util.Set<String> pairTransports = pairTransports(transports, peers);
         prepareEndpoints();
         this.sharedArea = openSharedArea(pairTransports);
@@ -171,6 +190,30 @@ public final class CommunicatorImpl implements Communicator {
             }
         }
         return null;
+    }
+
+    /**
+     * Connects this communicator's control channel (heartbeats, failure notices, stall reports;
+     * org.jccl.internal.control). Rank 0 passes the listener whose address it published.
+     */
+    void startControl(java.nio.channels.ServerSocketChannel listener) {
+        control = ControlPlane.start(new ControlPlane.Params(commId, idShort(), rank, size, secret, config, peers, recorder, counters,
+                this::abort), listener);
+    }
+
+    /** The flight recorder of this communicator. */
+    public FlightRecorder flightRecorder() {
+        return recorder;
+    }
+
+    /** Bytes per peer and transport. */
+    public Counters counters() {
+        return counters;
+    }
+
+    /** The control channel, or null before it is connected. */
+    public ControlPlane control() {
+        return control;
     }
 
     /** The shared collective segment, or null (see {@link #openSharedArea}). */
@@ -570,10 +613,16 @@ public final class CommunicatorImpl implements Communicator {
 
     /** Aborts with {@code cause}: fails pending and later operations and releases resources. Any thread. */
     void abort(JcclException cause) {
+        boolean first = false;
         synchronized (submitLock) {
             if (abortCause == null) {
                 abortCause = cause;
+                first = true;
             }
+        }
+        ControlPlane cp = control;
+        if (first && cp != null) {
+            cp.leaving(cause); // before the data connections close: peers learn the cause, not only its consequence
         }
         transportContext.stop();
         ctx.wake();
@@ -615,6 +664,10 @@ public final class CommunicatorImpl implements Communicator {
                 interrupted = true;
                 abort();
             }
+        }
+        ControlPlane cp = control;
+        if (cp != null) {
+            cp.close();
         }
         transportContext.stop();
         releaseEndpoints();
@@ -659,6 +712,14 @@ public final class CommunicatorImpl implements Communicator {
 
     private JcclException aborted(Op op) {
         JcclException cause = abortCause;
+        if (cause != null && cause.code() != ErrorCode.ABORTED) {
+            // A peer failed or timed out: every pending operation fails the same way, naming itself and the peer.
+            JcclException typed = ControlPlane.sameKind(cause, "rank " + rank + ": " + (op != null ? op.describe() : "operation")
+                    + " on communicator " + idShort() + " failed: " + cause.getMessage());
+            if (typed != null) {
+                return typed;
+            }
+        }
         String why = cause != null ? cause.getMessage() : "the communicator was closed";
         return new JcclException(ErrorCode.ABORTED, "rank " + rank + ": " + (op != null ? op.describe() : "operation")
                 + " on communicator " + idShort() + " did not run: " + why, cause);
@@ -761,14 +822,30 @@ public final class CommunicatorImpl implements Communicator {
 
     private void runOne(Op op) {
         ctx.begin(op);
+        recorder.started(op.seq);
+        CollectiveEvent ev = new CollectiveEvent();
+        ev.begin();
+        Throwable failure = null;
         try {
             op.run(ctx);
             if (op.finisher != null) {
                 op.finisher.run();
             }
-            completeAll(op);
         } catch (Throwable t) {
+            failure = t;
+        }
+        try {
+            recordFinished(op, ev, failure == null);
+            if (failure == null) {
+                completeAll(op);
+                return;
+            }
+            Throwable t = failure;
             JcclException e = asJccl(op, t);
+            ControlPlane cp = control;
+            if (cp != null && abortCause == null) {
+                e = cp.explain(e); // a consequence of another rank's failure names that rank
+            }
             failAll(op, e);
             if (!(t instanceof InvalidUsageException) || abortCause != null) {
                 // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.
@@ -779,6 +856,32 @@ public final class CommunicatorImpl implements Communicator {
             ctx.begin(null);
             Thread.interrupted();
         }
+    }
+
+    /** Flight recorder and JFR entry of a finished operation (the algorithm is the tuner's last choice). */
+    private void recordFinished(Op op, CollectiveEvent ev, boolean ok) {
+        String algo = tuner.takeChoice();
+        recorder.finished(op.seq, ok, algo);
+        if (ev.shouldCommit()) {
+            ev.comm = idShort();
+            ev.rank = rank;
+            ev.ranks = size;
+            ev.seq = op.seq;
+            ev.op = op.name;
+            ev.bytes = op.bytes;
+            ev.dtype = op.type == null ? null : op.type.ncclName();
+            ev.algorithm = algo;
+            ev.transport = transportOfOp(op);
+            ev.ok = ok;
+            ev.commit();
+        }
+    }
+
+    private String transportOfOp(Op op) {
+        if (op instanceof P2pOp && op.rootOrPeer >= 0 && op.rootOrPeer != rank) {
+            return transportOf[op.rootOrPeer].name();
+        }
+        return collTransport;
     }
 
     private static void completeAll(Op op) {
@@ -801,6 +904,11 @@ public final class CommunicatorImpl implements Communicator {
 
     private JcclException asJccl(Op op, Throwable t) {
         JcclException cause = abortCause;
+        if (cause != null && cause.code() != ErrorCode.ABORTED && !(t instanceof JcclException je0 && je0.getCause() == cause)) {
+            // Aborted from outside while this operation ran (a peer's failure reported on the control channel):
+            // its connections broke because of that, so report the cause rather than the broken link.
+            return aborted(op);
+        }
         boolean abortedByUser = cause != null && cause.code() == ErrorCode.ABORTED;
         if (t instanceof JcclException je) {
             // Connections closed under us by abort() surface as I/O failures: report the abort instead.
@@ -856,6 +964,8 @@ public final class CommunicatorImpl implements Communicator {
                 }
             }
             pending++;
+            recorder.issued(op.seq, op.name, op.bytes, op.type == null ? null : op.type.ncclName(),
+                    op.reduceOp == null ? null : op.reduceOp.ncclName(), op.rootOrPeer, transportOfOp(op));
             inline = mayRunInline && pending == 1 && Thread.currentThread() != opThread;
             op.work.owner = this;
             if (!inline) {
@@ -971,8 +1081,12 @@ public final class CommunicatorImpl implements Communicator {
     private void ensureUsable() {
         JcclException cause = abortCause;
         if (cause != null) {
-            throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": communicator " + idShort()
-                    + " cannot be used: it was aborted: " + cause.getMessage(), cause);
+            String msg = "rank " + rank + ": communicator " + idShort() + " cannot be used: it was aborted: " + cause.getMessage();
+            JcclException typed = cause.code() == ErrorCode.ABORTED ? null : ControlPlane.sameKind(cause, msg);
+            if (typed != null) {
+                throw typed;
+            }
+            throw new JcclException(ErrorCode.ABORTED, msg, cause);
         }
         if (closing) {
             throw new InvalidUsageException("rank " + rank + ": communicator " + idShort() + " is closed");

@@ -34,6 +34,8 @@ public final class OpContext {
     private static final long MAX_BLOCK_MILLIS = 50;
 
     private final CommunicatorImpl comm;
+    /** Bytes per peer (jccl status); written here only, on the thread running the operation. */
+    private final org.jccl.internal.control.Counters counters;
     private final Connection[] connections;
     private final List<Connection> open = new ArrayList<>();
     private Op current;
@@ -79,6 +81,7 @@ public final class OpContext {
         long sy = Settings.IDLE_SPIN_YIELD_US.getLong(comm.config()) * 1000;
         this.spinYieldNanos = sy == 0 ? Long.MAX_VALUE : sy;
         this.connections = new Connection[comm.size()];
+        this.counters = comm.counters();
     }
 
     public int rank() {
@@ -217,11 +220,13 @@ public final class OpContext {
 
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */
     public P2pRequest send(int peer, MemorySegment src) {
+        counters.sent(peer, src.byteSize());
         return connection(peer).send(src);
     }
 
     /** Posts a receive of exactly {@code dst.byteSize()} bytes from {@code peer}. */
     public P2pRequest recv(int peer, MemorySegment dst) {
+        counters.received(peer, dst.byteSize());
         return connection(peer).recv(dst);
     }
 

@@ -115,6 +115,9 @@ public final class Tuner {
     /** Bytes a rank publishes per round in the shared collective segment; 0 when the communicator has none. */
     private final long sharedHalfBytes;
 
+    /** The algorithm of the last choice, for {@link #takeChoice()}. */
+    private Algo lastChoice;
+
     public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank) {
         this(selector, n, chunkBytes, model, rank, 0);
     }
@@ -144,12 +147,20 @@ public final class Tuner {
      */
     public Algo chooseAllReduceCached(long bytes, Algo... candidates) {
         if (bytes == lastAllReduceBytes) {
+            lastChoice = lastAllReduce;
             return lastAllReduce;
         }
         Algo a = choose(Coll.ALLREDUCE, bytes, candidates);
         lastAllReduce = a;
         lastAllReduceBytes = bytes;
         return a;
+    }
+
+    /** The last algorithm chosen (for the flight recorder and JFR), cleared by reading it; under the execution lock. */
+    public String takeChoice() {
+        Algo a = lastChoice;
+        lastChoice = null;
+        return a == null ? null : a.token();
     }
 
     /** Whether the communicator has a shared collective segment ({@code Algo.SHARED} is a candidate). */
@@ -208,6 +219,7 @@ public final class Tuner {
                         + ")");
             }
         }
+        lastChoice = best;
         return best;
     }
 

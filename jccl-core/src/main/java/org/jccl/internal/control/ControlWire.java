@@ -1,0 +1,139 @@
+package org.jccl.internal.control;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+
+/**
+ * Frames of the control channel. Every frame is an 8-byte header and a bounded payload:
+ * <pre>
+ *  u8 version (1) | u8 type | u16 reserved (0) | i32 payload length (0..MAX_PAYLOAD) | payload
+ *
+ *  HEARTBEAT  (empty)                                   liveness, both directions
+ *  BYE        i64 lastFinished                          the rank closed its communicator normally
+ *  FAULT      i32 culprit | u8 kind | str message        a peer failed (kind 1) or timed out (kind 2)
+ *  GONE       str reason                                the rank aborted its communicator (abort()): it leaves, nobody is failed
+ *  REQUEST    i64 id | u8 purpose                       rank -> hub: collect every rank's state (1 stall, 2 status)
+ *  COLLECT    i64 id                                    hub -> rank: send your state
+ *  STATE      i64 id | RankState                        rank -> hub
+ *  REPORT     i64 id | u8 purpose | i32 n | n x (u8 how | RankState when how = 0)
+ *                                                       hub -> ranks; how: 0 answered, 1 no answer, 2 closed, 3 aborted
+ *  str = u16 length | UTF-8 bytes (at most MAX_STRING)
+ * </pre>
+ * Hand-written binary, no Java serialization; a frame that breaks a bound ends that connection.
+ */
+public final class ControlWire {
+    public static final int VERSION = 1;
+    public static final int HEADER = 8;
+    public static final int MAX_PAYLOAD = 1 << 20;
+    public static final int MAX_STRING = 2048;
+
+    public static final int HEARTBEAT = 1;
+    public static final int BYE = 2;
+    public static final int FAULT = 3;
+    public static final int GONE = 4;
+    public static final int REQUEST = 5;
+    public static final int COLLECT = 6;
+    public static final int STATE = 7;
+    public static final int REPORT = 8;
+
+    public static final int KIND_FAILED = 1;
+    public static final int KIND_TIMEOUT = 2;
+
+    public static final int PURPOSE_STALL = 1;
+    public static final int PURPOSE_STATUS = 2;
+
+    public static final int HOW_ANSWERED = 0;
+    public static final int HOW_SILENT = 1;
+    public static final int HOW_CLOSED = 2;
+    public static final int HOW_ABORTED = 3;
+
+    private ControlWire() {
+    }
+
+    /** A frame of {@code type} with room for {@code payload} bytes, positioned after the header. */
+    static ByteBuffer frame(int type, int payload) {
+        ByteBuffer b = ByteBuffer.allocate(HEADER + payload);
+        b.put((byte) VERSION).put((byte) type).putShort((short) 0).putInt(0);
+        return b;
+    }
+
+    /** Fills in the length and flips {@code b} for writing. */
+    static ByteBuffer seal(ByteBuffer b) {
+        int len = b.position() - HEADER;
+        if (len > MAX_PAYLOAD) {
+            throw new JcclException(ErrorCode.INTERNAL, "control frame of " + len + " bytes exceeds " + MAX_PAYLOAD);
+        }
+        b.putInt(4, len);
+        return b.flip();
+    }
+
+    /**
+     * Checks a received header (8 bytes from position 0) and returns the payload length.
+     *
+     * @throws JcclException PROTOCOL naming what is wrong
+     */
+    static int payloadLength(ByteBuffer header, String from) {
+        int version = header.get(0) & 0xFF;
+        int type = header.get(1) & 0xFF;
+        int len = header.getInt(4);
+        if (version != VERSION) {
+            throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " has version " + version + ", expected "
+                    + VERSION + ": mixed jccl versions in one job");
+        }
+        if (type < HEARTBEAT || type > REPORT) {
+            throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " has unknown type " + type);
+        }
+        if (len < 0 || len > MAX_PAYLOAD) {
+            throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " announces " + len + " bytes (at most "
+                    + MAX_PAYLOAD + ")");
+        }
+        return len;
+    }
+
+    static void putString(ByteBuffer b, String s) {
+        byte[] u = (s == null ? "" : s).getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(u.length, MAX_STRING);
+        b.putShort((short) n).put(u, 0, n);
+    }
+
+    static String getString(ByteBuffer b) {
+        int n = b.getShort() & 0xFFFF;
+        if (n > MAX_STRING || n > b.remaining()) {
+            throw new JcclException(ErrorCode.PROTOCOL, "control string of " + n + " bytes (at most " + MAX_STRING + ", "
+                    + b.remaining() + " left in the frame)");
+        }
+        byte[] u = new byte[n];
+        b.get(u);
+        return new String(u, StandardCharsets.UTF_8);
+    }
+
+    /** Bytes a string takes on the wire, at most. */
+    static int stringBytes(String s) {
+        return 2 + Math.min(MAX_STRING, (s == null ? 0 : s.length()) * 3);
+    }
+
+    /** Bytes a RankState takes on the wire, at most. */
+    static int stateBytes(RankState s) {
+        return 4 + 8 + stringBytes(s.lastName()) + 8 + 8 + stringBytes(s.curName()) + 8 + stringBytes(s.curType())
+                + stringBytes(s.curRedop()) + 4 + 1 + 8 * 5;
+    }
+
+    /** The collective as NCCL names it in logs: allReduce -> all_reduce, allToAllv -> all_to_allv. */
+    public static String collName(String name) {
+        if (name == null || name.isEmpty()) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder(name.length() + 4);
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
+            if (Character.isUpperCase(c)) {
+                sb.append('_').append(Character.toLowerCase(c));
+            } else {
+                sb.append(c);
+            }
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,248 @@
+package org.jccl.internal.control;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The last {@code JCCL_FLIGHT_RECORDER_SIZE} operations of one communicator: sequence number,
+ * collective, bytes, element type, reduction, root or peer, algorithm, transport, state and times.
+ *
+ * <p>Preallocated parallel arrays indexed by {@code seq % capacity}; recording an operation
+ * allocates nothing (the strings are constants: operation names, {@code DataType.ncclName()},
+ * algorithm tokens, transport names). Each slot is guarded by a sequence lock (a version that is
+ * odd while a writer changes the slot), so the control thread can read a consistent snapshot while
+ * the operation thread writes.
+ *
+ * <p>Threading: {@link #issued} is called under the communicator's submission lock, {@link #started}
+ * and {@link #finished} by whichever thread runs the operation (under its execution lock); every
+ * other method from any thread.
+ */
+public final class FlightRecorder {
+
+    /** Where an operation is. */
+    public enum State { QUEUED, RUNNING, DONE, FAILED }
+
+    private static final VarHandle VERSION = MethodHandles.arrayElementVarHandle(long[].class);
+
+    private final int capacity;
+    private final long[] version;
+    private final long[] seq;
+    private final String[] name;
+    private final long[] bytes;
+    private final String[] dtype;
+    private final String[] redop;
+    private final int[] root;
+    private final String[] algorithm;
+    private final String[] transport;
+    private final byte[] state;
+    private final long[] issuedNs;
+    private final long[] startNs;
+    private final long[] endNs;
+
+    /** Wall clock of {@link #baseNs}, to turn nanoTime stamps into dates in dumps. */
+    private final long baseEpochMs = System.currentTimeMillis();
+    private final long baseNs = System.nanoTime();
+
+    /** Highest sequence number issued, -1 before the first. */
+    private volatile long lastIssued = -1;
+    /** Highest sequence number finished (operations finish in issue order), -1 before the first. */
+    private volatile long lastFinished = -1;
+    private volatile long ops;
+    private volatile long errors;
+
+    public FlightRecorder(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity " + capacity);
+        }
+        this.capacity = capacity;
+        version = new long[capacity];
+        seq = new long[capacity];
+        java.util.Arrays.fill(seq, -1);
+        name = new String[capacity];
+        bytes = new long[capacity];
+        dtype = new String[capacity];
+        redop = new String[capacity];
+        root = new int[capacity];
+        algorithm = new String[capacity];
+        transport = new String[capacity];
+        state = new byte[capacity];
+        issuedNs = new long[capacity];
+        startNs = new long[capacity];
+        endNs = new long[capacity];
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    private int slot(long s) {
+        return (int) (s % capacity);
+    }
+
+    private void lock(int i) {
+        while (true) {
+            long v = (long) VERSION.getVolatile(version, i);
+            if ((v & 1) == 0 && VERSION.compareAndSet(version, i, v, v + 1)) {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    private void unlock(int i) {
+        VERSION.setRelease(version, i, (long) VERSION.getVolatile(version, i) + 1);
+    }
+
+    /** Records a queued operation. */
+    public void issued(long s, String opName, long nbytes, String type, String reduce, int rootOrPeer, String via) {
+        int i = slot(s);
+        lock(i);
+        seq[i] = s;
+        name[i] = opName;
+        bytes[i] = nbytes;
+        dtype[i] = type;
+        redop[i] = reduce;
+        root[i] = rootOrPeer;
+        algorithm[i] = null;
+        transport[i] = via;
+        state[i] = (byte) State.QUEUED.ordinal();
+        issuedNs[i] = System.nanoTime();
+        startNs[i] = 0;
+        endNs[i] = 0;
+        unlock(i);
+        if (s > lastIssued) {
+            lastIssued = s;
+        }
+    }
+
+    /** Marks operation {@code s} running. */
+    public void started(long s) {
+        int i = slot(s);
+        lock(i);
+        if (seq[i] == s) {
+            state[i] = (byte) State.RUNNING.ordinal();
+            startNs[i] = System.nanoTime();
+        }
+        unlock(i);
+    }
+
+    /** Marks operation {@code s} finished; {@code algo} is the algorithm the tuner chose, or null. */
+    public void finished(long s, boolean ok, String algo) {
+        int i = slot(s);
+        lock(i);
+        if (seq[i] == s) {
+            state[i] = (byte) (ok ? State.DONE : State.FAILED).ordinal();
+            endNs[i] = System.nanoTime();
+            algorithm[i] = algo;
+        }
+        unlock(i);
+        ops++;  // single writer: the thread holding the execution lock
+        if (!ok) {
+            errors++;
+        }
+        if (s > lastFinished) {
+            lastFinished = s;
+        }
+    }
+
+    public long lastIssued() {
+        return lastIssued;
+    }
+
+    public long lastFinished() {
+        return lastFinished;
+    }
+
+    public long ops() {
+        return ops;
+    }
+
+    public long errors() {
+        return errors;
+    }
+
+    /** One recorded operation, as read by {@link #entry} and {@link #snapshot}. */
+    public record Entry(long seq, String name, long bytes, String dtype, String redop, int rootOrPeer, String algorithm,
+                        String transport, State state, long issuedNs, long startNs, long endNs) {
+
+        /** How long it has been waiting or ran, in ms, as of {@code nowNs}. */
+        public long elapsedMs(long nowNs) {
+            long from = startNs != 0 ? startNs : issuedNs;
+            long to = endNs != 0 ? endNs : nowNs;
+            return Math.max(0, (to - from) / 1_000_000);
+        }
+
+        public boolean finished() {
+            return state == State.DONE || state == State.FAILED;
+        }
+    }
+
+    /** Operation {@code s} if the recorder still holds it, else null. */
+    public Entry entry(long s) {
+        if (s < 0) {
+            return null;
+        }
+        int i = slot(s);
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            long v0 = (long) VERSION.getAcquire(version, i);
+            if ((v0 & 1) != 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            Entry e = new Entry(seq[i], name[i], bytes[i], dtype[i], redop[i], root[i], algorithm[i], transport[i],
+                    State.values()[state[i]], issuedNs[i], startNs[i], endNs[i]);
+            VarHandle.acquireFence();
+            if ((long) VERSION.getVolatile(version, i) == v0) {
+                return e.seq() == s ? e : null;
+            }
+        }
+        return null;
+    }
+
+    /** Every operation still held, oldest first. */
+    public List<Entry> snapshot() {
+        long last = lastIssued;
+        List<Entry> out = new ArrayList<>();
+        for (long s = Math.max(0, last - capacity + 1); s <= last; s++) {
+            Entry e = entry(s);
+            if (e != null) {
+                out.add(e);
+            }
+        }
+        return out;
+    }
+
+    /** The oldest operation issued and not finished, or null when idle. */
+    public Entry current() {
+        long s = lastFinished + 1;
+        return s <= lastIssued ? entry(s) : null;
+    }
+
+    /** The epoch milliseconds of a nanoTime stamp of this recorder (0 stays 0). */
+    public long epochMs(long ns) {
+        return ns == 0 ? 0 : baseEpochMs + (ns - baseNs) / 1_000_000;
+    }
+
+    /** An entry as a JSON-ready map (the dump format, see docs/ARCHITECTURE.md). */
+    public Map<String, Object> toMap(Entry e) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("seq", e.seq());
+        m.put("op", e.name());
+        m.put("bytes", e.bytes());
+        m.put("dtype", e.dtype());
+        m.put("redop", e.redop());
+        m.put("root_or_peer", e.rootOrPeer());
+        m.put("algorithm", e.algorithm());
+        m.put("transport", e.transport());
+        m.put("state", e.state().name());
+        m.put("issued_ms", epochMs(e.issuedNs()));
+        m.put("started_ms", epochMs(e.startNs()));
+        m.put("ended_ms", epochMs(e.endNs()));
+        m.put("duration_us", e.startNs() != 0 && e.endNs() != 0 ? (e.endNs() - e.startNs()) / 1000 : -1L);
+        return m;
+    }
+}
