@@ -16,7 +16,8 @@ import org.jccl.testing.Ranks;
 
 /**
  * Measures the {@link Tuner}'s constants on this machine; not a test (a main program, test scope).
- * For LOCAL (two ranks of one JVM) and TCP (the same with {@code JCCL_LOCAL_DISABLE=1}, loopback):
+ * For LOCAL (two ranks of one JVM), SHM (the same with {@code JCCL_LOCAL_DISABLE=1}: the /dev/shm rings) and TCP
+ * (with {@code JCCL_SHM_DISABLE=1} too, loopback); the arguments, when given, name the transports to measure:
  * ping-pong inside one operation (OpContext send/recv/await on the operation threads), median half round trip of 8 B (alpha) and of 1 MiB and 16 MiB
  * (beta: the slope between them), each the least of three medians. gamma: median time per byte of a float32 SUM of 16 MiB into
  * 16 MiB ({@code Reductions.reduce}); copy: the same for {@code MemorySegment.copy}.
@@ -33,8 +34,12 @@ public final class TunerCalibration {
 
     public static void main(String[] args) {
         double[] gc = gammaAndCopy();
-        for (String tr : new String[] {"LOCAL", "TCP"}) {
-            Config cfg = tr.equals("TCP") ? Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1") : Config.defaults();
+        for (String tr : args.length > 0 ? args : new String[] {"LOCAL", "SHM", "TCP"}) {
+            Config cfg = switch (tr) {
+                case "TCP" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1");
+                case "SHM" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1"); // same host: the shared-memory rings
+                default -> Config.defaults();
+            };
             double a = best(cfg, SMALL, 4000);
             double m = best(cfg, MID, 200);
             double b = best(cfg, BIG, 30);
