@@ -63,6 +63,8 @@ public final class CommunicatorImpl implements Communicator {
     private final Tuner tuner;
     /** The shared collective segment when every pair of ranks uses SHM (and rank 0 asked for one), else null. */
     private final ShmCollArea sharedArea;
+    /** JCCL_CHECK: exchange a signature of every collective (OpSignature) and report mismatches. */
+    private final boolean checkSignatures;
 
     private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
     private final Object submitLock = new Object();
@@ -99,6 +101,7 @@ public final class CommunicatorImpl implements Communicator {
         this.chunkBytes = Settings.CHUNK_SIZE.getLong(config);
         this.rdThreshold = Settings.SMALL_MSG_BYTES.raw(config) == null ? -1 : Settings.SMALL_MSG_BYTES.getLong(config);
         this.algorithms = AlgoSelector.parse(Settings.ALGO.getString(config));
+        this.checkSignatures = Settings.CHECK.getBool(config);
         this.transportOf = new Transport[size];
         for (int p = 0; p < size; p++) {
             if (p == rank) {
@@ -762,7 +765,14 @@ public final class CommunicatorImpl implements Communicator {
     private void runOne(Op op) {
         ctx.begin(op);
         try {
+            boolean signed = checkSignatures && OpSignature.checked(op);
+            if (signed) {
+                ctx.beginCheck(op);
+            }
             op.run(ctx);
+            if (signed) {
+                ctx.endCheck();
+            }
             if (op.finisher != null) {
                 op.finisher.run();
             }
@@ -770,7 +780,7 @@ public final class CommunicatorImpl implements Communicator {
         } catch (Throwable t) {
             JcclException e = asJccl(op, t);
             failAll(op, e);
-            if (!(t instanceof InvalidUsageException) || abortCause != null) {
+            if (!(t instanceof InvalidUsageException) || e.code() == ErrorCode.MISMATCH || abortCause != null) {
                 // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.
                 Log.warn(Log.Subsys.COLL, rank, e.getMessage());
                 abort(e);
