@@ -813,8 +813,8 @@ public final class CommunicatorImpl implements Communicator {
         JcclException cause = abortCause;
         boolean abortedByUser = cause != null && cause.code() == ErrorCode.ABORTED;
         if (t instanceof JcclException je) {
-            // Connections closed under us by abort() surface as I/O failures: report the abort instead.
-            return abortedByUser && je.code() != ErrorCode.ABORTED ? aborted(op) : je;
+            // Connections or segments closed under us by abort() surface as I/O or state failures: report the abort instead.
+            return abortedByUser && je != cause && je.getCause() != cause ? aborted(op) : je;
         }
         if (abortedByUser) {
             return aborted(op);
