@@ -220,4 +220,23 @@ public interface Communicator extends AutoCloseable {
     default void broadcast(byte[] data, int root) {
         broadcast(Buffer.of(data), root);
     }
+
+    /**
+     * Builds a communicator of the ranks not in {@code excludedRanks} (like {@code ncclCommShrink}),
+     * typically after those ranks failed. Called by every surviving rank with the same list; the
+     * excluded ranks do not call it. New ranks are dense and ordered by old rank (old rank 3 of 4 is
+     * rank 2 after excluding rank 1).
+     *
+     * <p>This communicator ends: it is aborted first (its pending operations fail with ABORTED), so
+     * that its ports are free; the survivors then meet again, without the failed ranks, at a
+     * bootstrap root that the lowest surviving rank opens on the port its TCP endpoint had in this
+     * communicator (every survivor knows that address from the peer table; the job's secret
+     * authenticates it), and the new communicator opens fresh connections. Bounded by
+     * {@code JCCL_INIT_TIMEOUT}.
+     *
+     * @throws IllegalArgumentException when a rank is out of range, listed twice, or is this rank
+     */
+    default Communicator shrink(int... excludedRanks) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " does not support shrink()");
+    }
 }

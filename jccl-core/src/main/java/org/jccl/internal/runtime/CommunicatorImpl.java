@@ -564,6 +564,15 @@ public final class CommunicatorImpl implements Communicator {
         return split(0, rank);
     }
 
+    @Override
+    public Communicator shrink(int... excludedRanks) {
+        Objects.requireNonNull(excludedRanks, "excludedRanks");
+        if (openGroup.get() != null) {
+            throw new InvalidUsageException("shrink cannot be called inside a group");
+        }
+        return CommunicatorFactory.shrink(this, excludedRanks);
+    }
+
     // ------------------------------------------------------------------------------------------ lifecycle
 
     @Override
