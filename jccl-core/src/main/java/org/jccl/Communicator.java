@@ -14,7 +14,11 @@ import java.lang.foreign.MemorySegment;
  *
  * <p><b>Threads.</b> A communicator may be used from several threads: calls are serialised in
  * the order they reach the communicator. Each rank of a job normally drives its communicator from
- * one thread, because the issue order must agree across ranks.
+ * one thread, because the issue order must agree across ranks: two threads racing on one
+ * communicator are serialised safely (never rejected, never interleaved inside an operation), but
+ * may reach it in different orders on different ranks; with {@code JCCL_CHECK=1} such a mismatch is
+ * reported (ErrorCode.MISMATCH, naming both ranks and both calls) instead of pairing unrelated
+ * messages. Use {@link #dup()} to give each thread a communicator of its own.
  *
  * <p><b>Errors.</b> Bad arguments throw {@link IllegalArgumentException} before anything is sent and
  * leave the communicator usable. Failures of peers, the network or deadlines throw subclasses of
