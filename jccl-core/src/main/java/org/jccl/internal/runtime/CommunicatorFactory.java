@@ -127,7 +127,8 @@ public final class CommunicatorFactory {
             return new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx);
         } catch (IOException e) {
             closeAll(endpoints);
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": cannot open a transport endpoint: " + e.getMessage(), e);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": cannot open a transport endpoint: " + e.getMessage()
+                    + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         } catch (RuntimeException e) {
             tctx.stop();
             closeAll(endpoints);

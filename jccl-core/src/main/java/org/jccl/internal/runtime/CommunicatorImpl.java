@@ -85,6 +85,10 @@ public final class CommunicatorImpl implements Communicator {
     private volatile boolean closing;
     private volatile boolean resourcesReleased;
 
+    static {
+        ResourceLimits.preload();
+    }
+
     private static final Op POISON = new LambdaOp("close", 0, null, null, -1, c -> { });
 
     CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, PeerInfo[] peers,
@@ -1012,6 +1016,9 @@ public final class CommunicatorImpl implements Communicator {
             checkNotAborted(op);
             String what = "rank " + rank + ": " + (op != null ? op.describe() : "connect") + " on communicator " + idShort()
                     + " could not connect to " + peers[peer].describe() + " via " + t.name() + ": " + e.getMessage();
+            if (ResourceLimits.outOfFileDescriptors(e)) {
+                throw new org.jccl.ResourceException(what + "; " + ResourceLimits.openFilesAdvice(), e);
+            }
             if (e instanceof java.net.SocketTimeoutException) {
                 throw new JcclTimeoutException(what, e);
             }

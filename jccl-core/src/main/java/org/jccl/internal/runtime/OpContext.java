@@ -489,7 +489,8 @@ public final class OpContext {
             selector().select(millis);
             selector.selectedKeys().clear();
         } catch (IOException e) {
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": waiting for network activity failed: " + e, e);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": waiting for network activity failed: " + e
+                    + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         } finally {
             sleeping = false;
         }
@@ -525,7 +526,8 @@ public final class OpContext {
         } catch (ClosedChannelException e) {
             // The connection already failed; its next progress() reports it.
         } catch (IOException e) {
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e, e);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e
+                    + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         }
     }
 
