@@ -52,6 +52,8 @@ class SoakTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"TCP", "SHM"})
     void smallAllReducesKeepFdsThreadsAndHeapFlat(String transport) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getProperty("jccl.soak.transports", transport).contains(transport),
+                "-Djccl.soak.transports leaves " + transport + " out");
         int iterations = iterations(transport);
         List<Communicator> cs = Jccl.initLocal(4, AbortReleasesResourcesTest.config(transport));
         try {

@@ -67,6 +67,7 @@ public final class CommunicatorImpl implements Communicator {
     private final boolean checkSignatures;
 
     private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
+    private final Staging.Pool stagingPool = new Staging.Pool();
     private final Object submitLock = new Object();
     private final ReentrantLock execLock = new ReentrantLock();
     /** Operations issued and not yet finished (guarded by submitLock). */
@@ -790,6 +791,9 @@ public final class CommunicatorImpl implements Communicator {
                 op.finisher.run();
             }
             completeAll(op);
+            if (op.releaser != null) {
+                op.releaser.run();
+            }
         } catch (Throwable t) {
             JcclException e = asJccl(op, t);
             failAll(op, e);
@@ -849,12 +853,13 @@ public final class CommunicatorImpl implements Communicator {
 
     private Staging staging() {
         ensureUsable();
-        return new Staging(opThread);
+        return new Staging(opThread, stagingPool);
     }
 
     private Work submit(Op op, Staging st) {
         if (st != null) {
             op.finisher = st.finisher();
+            op.releaser = st.releaser();
         }
         GroupImpl g = openGroup.get();
         if (g != null) {

@@ -128,7 +128,7 @@ public final class OpContext {
     private long signing;
     private long[] signedTo;
     private long[] signedFrom;
-    private Arena sigArena;
+    private Arena sigArena;  // ofAuto: see beginCheck
     private MemorySegment sigMine;
     /** The signature each peer sent for the running collective, 32 bytes per peer. */
     private MemorySegment sigTheirs;
@@ -155,7 +155,9 @@ public final class OpContext {
             return;
         }
         if (sigArena == null) {
-            sigArena = Arena.ofShared();
+            // Automatic, not closed with the connections: the in-JVM transport copies from the sender's
+            // memory, and a peer may still be copying this rank's signature when this rank aborts.
+            sigArena = Arena.ofAuto();
             sigMine = sigArena.allocate(OpSignature.BYTES, 8);
             sigTheirs = sigArena.allocate((long) OpSignature.BYTES * n, 8);
             signedTo = new long[n];
@@ -598,7 +600,6 @@ public final class OpContext {
             selector = null;
         }
         if (sigArena != null) {
-            sigArena.close();
             sigArena = null;
             signing = 0;
             sigSends.clear();
