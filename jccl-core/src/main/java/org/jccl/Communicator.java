@@ -14,7 +14,11 @@ import java.lang.foreign.MemorySegment;
  *
  * <p><b>Threads.</b> A communicator may be used from several threads: calls are serialised in
  * the order they reach the communicator. Each rank of a job normally drives its communicator from
- * one thread, because the issue order must agree across ranks.
+ * one thread, because the issue order must agree across ranks: two threads racing on one
+ * communicator are serialised safely (never rejected, never interleaved inside an operation), but
+ * may reach it in different orders on different ranks; with {@code JCCL_CHECK=1} such a mismatch is
+ * reported (ErrorCode.MISMATCH, naming both ranks and both calls) instead of pairing unrelated
+ * messages. Use {@link #dup()} to give each thread a communicator of its own.
  *
  * <p><b>Errors.</b> Bad arguments throw {@link IllegalArgumentException} before anything is sent and
  * leave the communicator usable. Failures of peers, the network or deadlines throw subclasses of
@@ -219,5 +223,24 @@ public interface Communicator extends AutoCloseable {
 
     default void broadcast(byte[] data, int root) {
         broadcast(Buffer.of(data), root);
+    }
+
+    /**
+     * Builds a communicator of the ranks not in {@code excludedRanks} (like {@code ncclCommShrink}),
+     * typically after those ranks failed. Called by every surviving rank with the same list; the
+     * excluded ranks do not call it. New ranks are dense and ordered by old rank (old rank 3 of 4 is
+     * rank 2 after excluding rank 1).
+     *
+     * <p>This communicator ends: it is aborted first (its pending operations fail with ABORTED), so
+     * that its ports are free; the survivors then meet again, without the failed ranks, at a
+     * bootstrap root that the lowest surviving rank opens on the port its TCP endpoint had in this
+     * communicator (every survivor knows that address from the peer table; the job's secret
+     * authenticates it), and the new communicator opens fresh connections. Bounded by
+     * {@code JCCL_INIT_TIMEOUT}.
+     *
+     * @throws IllegalArgumentException when a rank is out of range, listed twice, or is this rank
+     */
+    default Communicator shrink(int... excludedRanks) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " does not support shrink()");
     }
 }

@@ -78,6 +78,9 @@ public final class Settings {
             "while busy polling: yield the CPU once every this many microseconds, so a peer sharing the core can run (0: never)");
     public static final Setting IDLE_YIELD_US = Setting.define("JCCL_IDLE_YIELD_US", null, INT, "2000", 0, 100_000_000,
             "while waiting for a peer: microseconds of polling with Thread.yield() before blocking in the selector (no CPU)");
+    public static final Setting CHECK = Setting.define("JCCL_CHECK", null, BOOL, "0", 0, 0,
+            "1: ranks exchange a signature of every collective (kind, size, data type, op, root, sequence number) and report"
+            + " mismatched calls naming the ranks and what differs, instead of hanging; must be alike on every rank");
     public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
             "pipelining chunk of ring algorithms, in bytes");
 

@@ -32,6 +32,7 @@ import org.jccl.internal.bootstrap.Bootstrap;
 import org.jccl.internal.bootstrap.BootstrapRoot;
 import org.jccl.internal.bootstrap.PeerInfoCodec;
 import org.jccl.internal.control.ControlPlane;
+import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.transport.local.LocalTransport;
 import org.jccl.internal.transport.shm.ShmTransport;
@@ -131,7 +132,8 @@ public final class CommunicatorFactory {
         } catch (IOException e) {
             closeQuietly(control);
             closeAll(endpoints);
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": cannot open a transport endpoint: " + e.getMessage(), e);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank + ": cannot open a transport endpoint: " + e.getMessage()
+                    + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         } catch (RuntimeException e) {
             closeQuietly(control);
             tctx.stop();
@@ -271,6 +273,118 @@ public final class CommunicatorFactory {
             }
             closeAll(endpoints);
             throw e;
+        }
+    }
+
+    /**
+     * Communicator#shrink: aborts {@code parent} (freeing its ports), then the survivors rendezvous at a
+     * root the lowest survivor starts on the address of its former TCP endpoint, and build a fresh
+     * communicator of {@code size - excluded} ranks with a derived id.
+     */
+    static Communicator shrink(CommunicatorImpl parent, int[] excludedRanks) {
+        int n = parent.size();
+        int rank = parent.rank();
+        boolean[] excluded = new boolean[n];
+        for (int x : excludedRanks) {
+            if (x < 0 || x >= n) {
+                throw new IllegalArgumentException("shrink: rank " + x + " is outside [0, " + n + ")");
+            }
+            if (x == rank) {
+                throw new IllegalArgumentException("shrink: rank " + rank + " excludes itself; only surviving ranks call shrink");
+            }
+            if (excluded[x]) {
+                throw new IllegalArgumentException("shrink: rank " + x + " is listed twice");
+            }
+            excluded[x] = true;
+        }
+        List<Integer> members = new ArrayList<>();
+        RankList list = new RankList();
+        for (int r = 0; r < n; r++) {
+            if (excluded[r]) {
+                list.add(r);
+            } else {
+                members.add(r);
+            }
+        }
+        int childRank = members.indexOf(rank);
+        int childSize = members.size();
+        int lowest = members.get(0);
+        byte[] tcp = parent.peerInfo(lowest).addresses().get(TcpTransport.NAME);
+        if (tcp == null) {
+            throw new JcclException(ErrorCode.CONFIG, "rank " + rank + ": shrink needs the TCP endpoint address of rank " + lowest
+                    + " (the lowest surviving rank, whose port hosts the new bootstrap root), but it published none: its TCP transport is"
+                    + " disabled or failed to open");
+        }
+        InetSocketAddress rootAddress = TcpTransport.socketAddress(tcp);
+        byte[] secret = parent.secret();
+        byte[] childId = derive("jccl-shrink", parent.commId(), list.bytes());
+        Config config = parent.config();
+        String why = "rank " + rank + ": communicator " + parent.idShort() + " was ended by shrink(" + list + ")";
+        parent.abort(new JcclException(ErrorCode.ABORTED, why));
+        Log.info(Log.Subsys.INIT, rank, "shrink: excluding ranks " + list + ": rank " + rank + " -> rank " + childRank + " of " + childSize
+                + ", bootstrap at " + rootAddress);
+        BootstrapRoot root = null;
+        if (childRank == 0) {
+            root = BootstrapRoot.start(rootAddress, secret, config);
+        }
+        JcclId id = JcclId.of(rootAddress, secret);
+        try {
+            return create(childId, secret, childRank, childSize, config, self -> rendezvousRetrying(id, childRank, childSize, self, config));
+        } catch (RuntimeException e) {
+            if (root != null) {
+                root.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Bootstrap.rendezvous, retried while the address still answers as something else: a survivor
+     * may reach the lowest survivor's former TCP endpoint before that rank has closed it and opened
+     * the root there (the handshake then names the wrong kind of port).
+     */
+    private static PeerInfo[] rendezvousRetrying(JcclId id, int rank, int size, PeerInfo self, Config config) {
+        long deadline = System.nanoTime() + Settings.INIT_TIMEOUT.getDuration(config).toNanos();
+        long backoff = 20;
+        while (true) {
+            try {
+                return Bootstrap.rendezvous(id, rank, size, self, config);
+            } catch (JcclException e) {
+                boolean wrongPort = e.code() == ErrorCode.PROTOCOL || e.code() == ErrorCode.AUTHENTICATION;
+                if (!wrongPort || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Log.info(Log.Subsys.BOOTSTRAP, rank, "shrink: the new root is not up yet (" + e.getMessage() + "); retrying");
+                try {
+                    Thread.sleep(backoff);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": interrupted during shrink", ie);
+                }
+                backoff = Math.min(500, backoff * 2);
+            }
+        }
+    }
+
+    /** The excluded ranks, as bytes for the child id and as text for messages. */
+    private static final class RankList {
+        private final List<Integer> ranks = new ArrayList<>();
+
+        void add(int r) {
+            ranks.add(r);
+        }
+
+        byte[] bytes() {
+            byte[] b = new byte[4 * ranks.size()];
+            for (int i = 0; i < ranks.size(); i++) {
+                System.arraycopy(intBytes(ranks.get(i)), 0, b, 4 * i, 4);
+            }
+            return b;
+        }
+
+        @Override
+        public String toString() {
+            return ranks.toString().replace("[", "").replace("]", "");
         }
     }
 

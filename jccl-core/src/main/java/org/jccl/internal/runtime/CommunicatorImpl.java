@@ -67,8 +67,11 @@ public final class CommunicatorImpl implements Communicator {
     private final Tuner tuner;
     /** The shared collective segment when every pair of ranks uses SHM (and rank 0 asked for one), else null. */
     private final ShmCollArea sharedArea;
+    /** JCCL_CHECK: exchange a signature of every collective (OpSignature) and report mismatches. */
+    private final boolean checkSignatures;
 
     private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
+    private final Staging.Pool stagingPool = new Staging.Pool();
     private final Object submitLock = new Object();
     private final ReentrantLock execLock = new ReentrantLock();
     /** Operations issued and not yet finished (guarded by submitLock). */
@@ -94,6 +97,10 @@ public final class CommunicatorImpl implements Communicator {
     private volatile boolean closing;
     private volatile boolean resourcesReleased;
 
+    static {
+        ResourceLimits.preload();
+    }
+
     private static final Op POISON = new LambdaOp("close", 0, null, null, -1, c -> { });
 
     CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, PeerInfo[] peers,
@@ -110,6 +117,7 @@ public final class CommunicatorImpl implements Communicator {
         this.chunkBytes = Settings.CHUNK_SIZE.getLong(config);
         this.rdThreshold = Settings.SMALL_MSG_BYTES.raw(config) == null ? -1 : Settings.SMALL_MSG_BYTES.getLong(config);
         this.algorithms = AlgoSelector.parse(Settings.ALGO.getString(config));
+        this.checkSignatures = Settings.CHECK.getBool(config);
         this.transportOf = new Transport[size];
         for (int p = 0; p < size; p++) {
             if (p == rank) {
@@ -604,6 +612,15 @@ public final class CommunicatorImpl implements Communicator {
         return split(0, rank);
     }
 
+    @Override
+    public Communicator shrink(int... excludedRanks) {
+        Objects.requireNonNull(excludedRanks, "excludedRanks");
+        if (openGroup.get() != null) {
+            throw new InvalidUsageException("shrink cannot be called inside a group");
+        }
+        return CommunicatorFactory.shrink(this, excludedRanks);
+    }
+
     // ------------------------------------------------------------------------------------------ lifecycle
 
     @Override
@@ -827,7 +844,14 @@ public final class CommunicatorImpl implements Communicator {
         ev.begin();
         Throwable failure = null;
         try {
+            boolean signed = checkSignatures && OpSignature.checked(op);
+            if (signed) {
+                ctx.beginCheck(op);
+            }
             op.run(ctx);
+            if (signed) {
+                ctx.endCheck();
+            }
             if (op.finisher != null) {
                 op.finisher.run();
             }
@@ -838,6 +862,9 @@ public final class CommunicatorImpl implements Communicator {
             recordFinished(op, ev, failure == null);
             if (failure == null) {
                 completeAll(op);
+                if (op.releaser != null) {
+                    op.releaser.run(); // staging buffers back to the pool only after a success
+                }
                 return;
             }
             Throwable t = failure;
@@ -847,7 +874,7 @@ public final class CommunicatorImpl implements Communicator {
                 e = cp.explain(e); // a consequence of another rank's failure names that rank
             }
             failAll(op, e);
-            if (!(t instanceof InvalidUsageException) || abortCause != null) {
+            if (!(t instanceof InvalidUsageException) || e.code() == ErrorCode.MISMATCH || abortCause != null) {
                 // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.
                 Log.warn(Log.Subsys.COLL, rank, e.getMessage());
                 abort(e);
@@ -911,8 +938,8 @@ public final class CommunicatorImpl implements Communicator {
         }
         boolean abortedByUser = cause != null && cause.code() == ErrorCode.ABORTED;
         if (t instanceof JcclException je) {
-            // Connections closed under us by abort() surface as I/O failures: report the abort instead.
-            return abortedByUser && je.code() != ErrorCode.ABORTED ? aborted(op) : je;
+            // Connections or segments closed under us by abort() surface as I/O or state failures: report the abort instead.
+            return abortedByUser && je != cause && je.getCause() != cause ? aborted(op) : je;
         }
         if (abortedByUser) {
             return aborted(op);
@@ -934,12 +961,13 @@ public final class CommunicatorImpl implements Communicator {
 
     private Staging staging() {
         ensureUsable();
-        return new Staging(opThread);
+        return new Staging(opThread, stagingPool);
     }
 
     private Work submit(Op op, Staging st) {
         if (st != null) {
             op.finisher = st.finisher();
+            op.releaser = st.releaser();
         }
         GroupImpl g = openGroup.get();
         if (g != null) {
@@ -1107,6 +1135,9 @@ public final class CommunicatorImpl implements Communicator {
             checkNotAborted(op);
             String what = "rank " + rank + ": " + (op != null ? op.describe() : "connect") + " on communicator " + idShort()
                     + " could not connect to " + peers[peer].describe() + " via " + t.name() + ": " + e.getMessage();
+            if (ResourceLimits.outOfFileDescriptors(e)) {
+                throw new org.jccl.ResourceException(what + "; " + ResourceLimits.openFilesAdvice(), e);
+            }
             if (e instanceof java.net.SocketTimeoutException) {
                 throw new JcclTimeoutException(what, e);
             }

@@ -19,6 +19,8 @@ abstract class Op {
     long seq;
     /** Copies staged results back to heap memory; run on the operation thread before completion. */
     Runnable finisher;
+    /** Returns pooled staging memory; run only after the operation succeeded (Staging.Pool). */
+    Runnable releaser;
 
     Op(String name, long bytes, DataType type, ReduceOp reduceOp, int rootOrPeer) {
         this.name = name;

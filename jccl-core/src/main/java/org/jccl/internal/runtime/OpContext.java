@@ -114,6 +114,145 @@ public final class OpContext {
 
     void begin(Op op) {
         current = op;
+        if (op == null && signing != 0) {
+            signing = 0;
+            stopSharedSigning();
+            sigSends.clear();
+            sigPeers.clear();
+            sigRecvs.clear();
+        }
+    }
+
+    // ---------------------------------------------------------------------- JCCL_CHECK signatures
+
+    /** Checked collectives run so far on this communicator (the same count on every rank). */
+    private long collSeq;
+    /** Number of the running checked collective (0: none runs), compared with the per-peer marks below. */
+    private long signing;
+    private long[] signedTo;
+    private long[] signedFrom;
+    private Arena sigArena;  // ofAuto: see beginCheck
+    private MemorySegment sigMine;
+    /** The signature each peer sent for the running collective, 32 bytes per peer. */
+    private MemorySegment sigTheirs;
+    private final List<P2pRequest> sigSends = new ArrayList<>();
+    /** Peers whose signature was received or is awaited and not compared yet, with their requests. */
+    private final List<Integer> sigPeers = new ArrayList<>();
+    private final List<P2pRequest> sigRecvs = new ArrayList<>();
+
+    /**
+     * Starts the signature check of a collective ({@code JCCL_CHECK=1}). Each connection the
+     * operation uses carries this rank's signature as the first message of the operation in each
+     * direction (posted just before the operation's first send or receive on it; connections match
+     * messages in order), so no data from a peer that called something else is ever taken as this
+     * operation's. On top, every rank signs to the next rank of the ring and reads the previous one's,
+     * so that a mismatch is found during the operation even where a collective only sends (a
+     * broadcast's root). Signatures are compared as soon as they arrive, while the algorithm waits
+     * ({@link #await}), and at the latest in {@link #endCheck}: a mismatch is an error naming both
+     * ranks and what differs. On two ranks the ring covers both directions: one extra message each way.
+     */
+    void beginCheck(Op op) {
+        long seq = collSeq++;
+        int n = size();
+        if (n < 2) {
+            return;
+        }
+        if (sigArena == null) {
+            // Automatic, not closed with the connections: the in-JVM transport copies from the sender's
+            // memory, and a peer may still be copying this rank's signature when this rank aborts.
+            sigArena = Arena.ofAuto();
+            sigMine = sigArena.allocate(OpSignature.BYTES, 8);
+            sigTheirs = sigArena.allocate((long) OpSignature.BYTES * n, 8);
+            signedTo = new long[n];
+            signedFrom = new long[n];
+        }
+        OpSignature.encode(op, seq, sigMine);
+        signing = seq + 1;
+        ShmCollArea area = comm.sharedArea();
+        if (area != null) {
+            // Collectives through the shared segment send no messages: the signature travels with every arrive.
+            area.sign(sigMine);
+            sharedSigFrom = area.currentRound() + 1;
+        }
+        signFrom((rank() + n - 1) % n);
+        signTo((rank() + 1) % n);
+    }
+
+    private void signTo(int peer) {
+        signedTo[peer] = signing;
+        sigSends.add(connection(peer).send(sigMine));
+    }
+
+    private void signFrom(int peer) {
+        signedFrom[peer] = signing;
+        sigPeers.add(peer);
+        sigRecvs.add(connection(peer).recv(theirs(peer)));
+    }
+
+    private MemorySegment theirs(int peer) {
+        return sigTheirs.asSlice((long) peer * OpSignature.BYTES, OpSignature.BYTES);
+    }
+
+    /** Waits for every signature message of the running collective and compares (see {@link #beginCheck}). */
+    void endCheck() {
+        while (!sigRecvs.isEmpty()) {
+            P2pRequest r = sigRecvs.getFirst();
+            int idle = 0;
+            while (!r.isDone()) {
+                idle = progressOrIdle(idle);
+            }
+            if (r.error() != null) {
+                check(r);
+            }
+            pollSignature();
+        }
+        for (P2pRequest s : sigSends) {
+            await(s);
+        }
+        sigSends.clear();
+        signing = 0;
+        stopSharedSigning();
+    }
+
+    private void stopSharedSigning() {
+        if (sharedSigFrom != 0) {
+            sharedSigFrom = 0;
+            ShmCollArea area = comm.sharedArea();
+            if (area != null) {
+                area.sign(null);
+            }
+        }
+    }
+
+    /** Compares the signatures that arrived with this rank's; throws the first mismatch. Cheap when none is pending. */
+    private void pollSignature() {
+        for (int i = 0; i < sigRecvs.size(); i++) {
+            P2pRequest r = sigRecvs.get(i);
+            if (r.isDone() && r.error() == null) {
+                int peer = sigPeers.remove(i);
+                sigRecvs.remove(i);
+                i--;
+                verifySignature(peer);
+            }
+        }
+    }
+
+    private void verifySignature(int peer) {
+        MemorySegment theirs = theirs(peer);
+        PeerInfo from = comm.peerInfo(peer);
+        String where = "rank " + rank() + ": " + describeOp();
+        if (!OpSignature.valid(theirs)) {
+            throw new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, where + " failed: the first message from " + from.describe()
+                    + " was not an operation signature. JCCL_CHECK must have the same value on every rank, and every rank must"
+                    + " call the same collectives in the same order");
+        }
+        List<String> diff = OpSignature.differences(theirs, sigMine);
+        if (!diff.isEmpty()) {
+            throw new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, where + " failed: mismatched collective calls: rank " + peer
+                    + " (" + from.host() + " pid " + from.pid() + ") called " + OpSignature.describe(theirs) + " but rank " + rank()
+                    + " called " + OpSignature.describe(sigMine) + "; they differ in " + String.join(", ", diff)
+                    + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
+        }
     }
 
     /**
@@ -140,6 +279,9 @@ public final class OpContext {
             if (q != me && word(a, q, reducedWord) < round) {
                 awaitSharedPeer(a, q, reducedWord, round);
             }
+            if (sharedSigFrom != 0 && !reducedWord && round >= sharedSigFrom && q != me) {
+                verifyShared(a, q, round);
+            }
         }
     }
 
@@ -147,6 +289,23 @@ public final class OpContext {
     public void awaitSharedOne(ShmCollArea a, int q, boolean reducedWord, long round) {
         if (word(a, q, reducedWord) < round) {
             awaitSharedPeer(a, q, reducedWord, round);
+        }
+        if (sharedSigFrom != 0 && !reducedWord && round >= sharedSigFrom) {
+            verifyShared(a, q, round);
+        }
+    }
+
+    /** First round of the running checked collective in the shared segment (0: none); see {@link #beginCheck}. */
+    private long sharedSigFrom;
+
+    /** Compares the signature {@code q} published with its arrive of {@code round} (a round of the running collective). */
+    private void verifyShared(ShmCollArea a, int q, long round) {
+        MemorySegment theirs = a.signatureOf(q, round);
+        List<String> diff = OpSignature.differences(theirs, sigMine);
+        if (!OpSignature.valid(theirs) || !diff.isEmpty()) {
+            MemorySegment copy = theirs(q);
+            MemorySegment.copy(theirs, 0, copy, 0, OpSignature.BYTES);
+            verifySignature(q);
         }
     }
 
@@ -185,6 +344,10 @@ public final class OpContext {
                 }
                 continue;
             }
+            if (!sigRecvs.isEmpty()) {
+                progress();
+                pollSignature();
+            }
             if (a.closedBy(q)) {
                 // The peer stores its words before its closed state: re-read before blaming it.
                 if (word(a, q, reducedWord) >= round) {
@@ -220,12 +383,18 @@ public final class OpContext {
 
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */
     public P2pRequest send(int peer, MemorySegment src) {
+        if (signing != 0 && signedTo[peer] != signing) {
+            signTo(peer);
+        }
         counters.sent(peer, src.byteSize());
         return connection(peer).send(src);
     }
 
     /** Posts a receive of exactly {@code dst.byteSize()} bytes from {@code peer}. */
     public P2pRequest recv(int peer, MemorySegment dst) {
+        if (signing != 0 && signedFrom[peer] != signing) {
+            signFrom(peer);
+        }
         counters.received(peer, dst.byteSize());
         return connection(peer).recv(dst);
     }
@@ -235,6 +404,13 @@ public final class OpContext {
         int idle = 0;
         while (!r.isDone()) {
             idle = progressOrIdle(idle);
+            if (!sigRecvs.isEmpty()) {
+                pollSignature();
+            }
+        }
+        if (!sigRecvs.isEmpty()) {
+            // The peer's signature preceded this message on its connection: compare it before the data is used.
+            pollSignature();
         }
         check(r);
     }
@@ -320,7 +496,8 @@ public final class OpContext {
             selector().select(millis);
             selector.selectedKeys().clear();
         } catch (IOException e) {
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": waiting for network activity failed: " + e, e);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": waiting for network activity failed: " + e
+                    + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         } finally {
             sleeping = false;
         }
@@ -356,7 +533,8 @@ public final class OpContext {
         } catch (ClosedChannelException e) {
             // The connection already failed; its next progress() reports it.
         } catch (IOException e) {
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e, e);
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e
+                    + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         }
     }
 
@@ -368,6 +546,7 @@ public final class OpContext {
             try {
                 work += c.progress();
             } catch (IOException e) {
+                pollSignature();
                 throw peerFailed(c.peer(), e);
             }
         }
@@ -377,6 +556,7 @@ public final class OpContext {
     private void check(P2pRequest r) {
         Throwable t = r.error();
         if (t != null) {
+            pollSignature(); // a mismatch explains a wrong-sized message better than its size does
             if (t instanceof JcclException je) {
                 throw je;
             }
@@ -423,6 +603,13 @@ public final class OpContext {
                 Log.trace(Log.Subsys.NET, rank(), "closing the selector: " + e);
             }
             selector = null;
+        }
+        if (sigArena != null) {
+            sigArena = null;
+            signing = 0;
+            sigSends.clear();
+            sigPeers.clear();
+            sigRecvs.clear();
         }
         if (scratchArena != null) {
             scratchArena.close();

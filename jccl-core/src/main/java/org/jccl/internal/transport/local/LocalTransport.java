@@ -185,7 +185,15 @@ public final class LocalTransport implements Transport {
                     r.fail(e);
                     throw e;
                 }
-                MemorySegment.copy(s.segment(), 0, r.segment(), 0, s.size());
+                try {
+                    MemorySegment.copy(s.segment(), 0, r.segment(), 0, s.size());
+                } catch (IllegalStateException closedMemory) {
+                    // The sender's staging memory was freed under us: it failed or was aborted meanwhile.
+                    IOException e = new IOException("rank " + peer + " closed its communicator (failed or was aborted) while this rank"
+                            + " copied its message of " + s.size() + " bytes");
+                    r.fail(e);
+                    throw e;
+                }
                 in.sends.poll();
                 recvs.poll();
                 // Completing the sender's request releases its buffer: the copy above happened first.

@@ -46,6 +46,8 @@ public final class ShmCollArea {
     private final MemorySegment[][] inline;
     private long round;
     private volatile boolean closed;
+    /** The signature written with every arrive while a checked collective runs (JCCL_CHECK), else null; operation thread only. */
+    private MemorySegment signature;
 
     ShmCollArea(MemorySegment file, int rank, PeerInfo[] peers, boolean[] checkPid) {
         this.file = file;
@@ -105,8 +107,32 @@ public final class ShmCollArea {
         return inline[q][(int) (round & 1)];
     }
 
+    /** The number of the last round this rank started (rounds after it belong to operations yet to run). */
+    public long currentRound() {
+        return round;
+    }
+
+    /**
+     * While {@code sig} is not null, every {@link #arrive} first writes it into this rank's signature
+     * slot of the round's parity ({@link ShmCollDescriptor#SIG}), published by the arrive's release store.
+     */
+    public void sign(MemorySegment sig) {
+        this.signature = sig;
+    }
+
+    /** The signature {@code q} wrote with its arrive of {@code round}: read after an acquire load of {@code arrive >= round}. */
+    public MemorySegment signatureOf(int q, long round) {
+        return file.asSlice(ShmCollDescriptor.word(q, ShmCollDescriptor.SIG) + (round & 1) * ShmCollDescriptor.SIG_BYTES,
+                ShmCollDescriptor.SIG_BYTES);
+    }
+
     /** Publishes this rank's input of {@code round} (release: the area's bytes before it). */
     public void arrive(long round) {
+        MemorySegment sig = signature;
+        if (sig != null) {
+            MemorySegment.copy(sig, 0, file, ShmCollDescriptor.word(rank, ShmCollDescriptor.SIG) + (round & 1) * ShmCollDescriptor.SIG_BYTES,
+                    ShmCollDescriptor.SIG_BYTES);
+        }
         LONG.setRelease(file, ShmCollDescriptor.word(rank, ARRIVE), round);
     }
 

@@ -16,7 +16,8 @@ import java.lang.invoke.VarHandle;
  * 128  +--------------------------------------------------------------+
  *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
  * 256  +--------------------------------------------------------------+
- *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) [rank 0]    |  release store / acquire load
+ *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) | pad (8)   |  release store / acquire load
+ *  +64 | rank 0: signature 0 (32) | signature 1 (32)  [JCCL_CHECK=1]   |
  *  +128| rank 0: reduced (8) | state (4)                 [rank 0 writes]|
  *  +256| rank 1: arrive ...                                             |  one 256-byte block per rank
  *      | ...                                                            |
@@ -63,6 +64,13 @@ final class ShmCollDescriptor {
      */
     static final long INLINE = 8;
     static final long INLINE_BYTES = 24;
+    /**
+     * Two 32-byte slots (round parity) in the second 64-byte line of {@code arrive}'s 128-byte pair:
+     * with {@code JCCL_CHECK=1} a rank writes the signature of its collective here before it
+     * arrives, so readers compare it before they use the round's data (OpSignature).
+     */
+    static final long SIG = 64;
+    static final long SIG_BYTES = 32;
     static final long REDUCED = LINE;
     static final long STATE = LINE + 8;
     static final long PAGE = 4096;

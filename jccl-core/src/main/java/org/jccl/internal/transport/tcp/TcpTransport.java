@@ -24,6 +24,11 @@ public final class TcpTransport implements Transport {
 
     /** The transport's name, also the key of its address in {@link PeerInfo#addresses()}. */
     public static final String NAME = "TCP";
+
+    /** The socket address a peer's published TCP endpoint address names (Communicator.shrink bootstraps there). */
+    public static java.net.InetSocketAddress socketAddress(byte[] published) {
+        return TcpWire.decodeAddress(published);
+    }
     /** Lowest preference among the built-in transports. */
     public static final int PRIORITY = 100;
 

@@ -1,0 +1,78 @@
+package org.jccl.internal.runtime;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Turns the operating system's "out of file descriptors" into words a user can act on: which limit
+ * was reached, its value now (from /proc/self/limits) and how to raise it. Used where jccl opens
+ * sockets, selectors and files for a peer.
+ */
+public final class ResourceLimits {
+    private ResourceLimits() {
+    }
+
+    /**
+     * Read when the class loads (the runtime loads it with the first communicator): once descriptors
+     * are exhausted, neither /proc/self/limits nor a class file could be opened any more.
+     */
+    private static final String[] OPEN_FILES = limit("Max open files");
+    private static final Class<?> PRELOADED = org.jccl.ResourceException.class;
+
+    /** Loads this class and what its messages need while descriptors are still available. */
+    static void preload() {
+        if (PRELOADED == null || OPEN_FILES == null) {
+            throw new IllegalStateException();
+        }
+        openFilesAdvice();
+        outOfFileDescriptors(new IOException("preload"));
+    }
+
+    /** True when {@code t} or one of its causes is EMFILE/ENFILE ("Too many open files"). */
+    public static boolean outOfFileDescriptors(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            String m = c.getMessage();
+            if (m != null && (m.contains("Too many open files") || m.contains("EMFILE") || m.contains("ENFILE"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** "this process reached its limit of open files (ulimit -n, now 1024; hard limit 4096): raise it ..." */
+    public static String openFilesAdvice() {
+        String[] fresh = limit("Max open files"); // may have been changed (prlimit) since; unreadable without descriptors
+        String[] now = fresh[0].equals("unknown") ? OPEN_FILES : fresh;
+        return "this process reached its limit of open files (ulimit -n, now " + now[0] + "; hard limit " + now[1] + ", "
+                + openFds() + " open): raise it, e.g. `ulimit -n 65536` in the shell that starts the job (up to the hard limit),"
+                + " LimitNOFILE=65536 for a systemd service, `docker run --ulimit nofile=65536:65536`, or nofile in"
+                + " /etc/security/limits.conf; each rank needs about one descriptor per socket to each peer"
+                + " (JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD) plus a few of its own";
+    }
+
+    /** The soft and hard value of a line of /proc/self/limits, or "unknown". */
+    static String[] limit(String name) {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/limits"))) {
+                if (line.startsWith(name)) {
+                    String[] f = line.substring(name.length()).trim().split("\\s+");
+                    if (f.length >= 2) {
+                        return new String[] {f[0], f[1]};
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux
+        }
+        return new String[] {"unknown", "unknown"};
+    }
+
+    private static String openFds() {
+        try (var s = Files.list(Path.of("/proc/self/fd"))) {
+            return Long.toString(s.count());
+        } catch (IOException | RuntimeException e) {
+            return "unknown";
+        }
+    }
+}
