@@ -85,7 +85,11 @@ class AbortReleasesResourcesTest {
             return Set.of();
         }
         try (Stream<Path> s = Files.list(dir)) {
-            return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("jccl")).collect(Collectors.toCollection(TreeSet::new));
+            // only this JVM's files (their names carry the creator's pid): other jobs on the host come and go
+            String pid = Long.toString(ProcessHandle.current().pid());
+            return s.map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith("jccl") && (n.contains("-" + pid + "-") || n.contains("-" + pid + ".")))
+                    .collect(Collectors.toCollection(TreeSet::new));
         }
     }
 
