@@ -48,6 +48,9 @@ public final class Settings {
             "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
     public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,
             "SO_SNDBUF/SO_RCVBUF of data sockets (0 keeps the OS default)");
+    public static final Setting CHECKSUM = Setting.define("JCCL_CHECKSUM", null, BOOL, "0", 0, 0,
+            "1 adds a CRC32C to every TCP stripe and checks it on receipt: a corrupted stripe fails the operation naming the peer"
+                    + " instead of returning a wrong result (the lower rank of each pair decides for the pair)");
 
     // ---- transports and algorithms
     public static final Setting LOCAL_DISABLE = Setting.define("JCCL_LOCAL_DISABLE", null, BOOL, "0", 0, 0,

@@ -38,7 +38,7 @@ import org.jccl.JcclException;
 public final class Handshake {
 
     /** Wire protocol version; bumped on any incompatible change of handshake or frames. */
-    public static final short VERSION = 1;
+    public static final short VERSION = 2;
     /** Largest hello accepted. */
     public static final int MAX_HELLO = 4096;
 

@@ -306,7 +306,7 @@ class HostilePeersTest {
     private static Attack foreignCommunicator(InetSocketAddress port, byte[] secret) throws IOException {
         try (SocketChannel ch = SocketChannel.open(port)) {
             String from = from(ch.socket());
-            byte[] hello = java.nio.ByteBuffer.allocate(28).put(new byte[16]).putInt(0).putInt(0).putInt(1).array();
+            byte[] hello = java.nio.ByteBuffer.allocate(32).put(new byte[16]).putInt(0).putInt(0).putInt(1).putInt(0).array();
             Handshake.connect(ch, secret, Handshake.Kind.DATA, hello, Duration.ofSeconds(10));
             drainUntilClosed(ch.socket());
             return new Attack("foreign communicator " + port, from, "belongs to another communicator");

@@ -76,6 +76,8 @@ final class TcpEndpoint implements Endpoint {
     private final TransportContext ctx;
     private final int rank;
     private final int nsocks;
+    /** This rank's JCCL_CHECKSUM: what it announces when it connects (the lower rank of a pair decides). */
+    private final boolean checksum;
     private final int socketBuffer;
     private final Duration connectTimeout;
     private final ServerSocketChannel server;
@@ -99,6 +101,7 @@ final class TcpEndpoint implements Endpoint {
         this.ctx = ctx;
         this.rank = ctx.rank();
         this.nsocks = nsocks;
+        this.checksum = Settings.CHECKSUM.getBool(ctx.config());
         this.socketBuffer = socketBuffer;
         this.connectTimeout = connectTimeout;
         this.server = server;
@@ -127,6 +130,7 @@ final class TcpEndpoint implements Endpoint {
         int nsocks = Math.min(TcpWire.MAX_SOCKETS, threads * perThread);
         int socketBuffer = (int) Settings.SOCKET_BUFFER.getLong(ctx.config());
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(ctx.config());
+        Settings.CHECKSUM.getBool(ctx.config()); // a bad value fails before a port is held
         InetAddress bindAddress = Interfaces.selectAddress(ctx.config());
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
@@ -192,8 +196,22 @@ final class TcpEndpoint implements Endpoint {
         }
         PeerInfo peer = ctx.peer(peerRank);
         InetSocketAddress remote = peerAddress(peer);
-        SocketChannel[] sockets = rank < peerRank ? initiate(peer, remote) : await(peer, remote);
-        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets);
+        boolean crc;
+        SocketChannel[] sockets;
+        if (rank < peerRank) {
+            sockets = initiate(peer, remote);
+            crc = checksum;
+        } else {
+            PeerSlot slot = await(peer, remote);
+            sockets = slot.taken;
+            crc = (slot.flags & TcpWire.FLAG_CHECKSUM) != 0;
+            if (crc != checksum) {
+                Log.warn(Log.Subsys.NET, rank, "rank " + rank + " has " + Settings.CHECKSUM.name() + "=" + (checksum ? 1 : 0) + " but "
+                        + peer.describe() + ", the lower rank of the pair, connected with " + (crc ? 1 : 0) + ": the pair runs "
+                        + (crc ? "with" : "without") + " CRC32C checks. Set " + Settings.CHECKSUM.name() + " alike on every rank");
+            }
+        }
+        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc);
         connections.put(peerRank, c);
         if (closed) {
             // close() ran while we connected and may have missed this connection.
@@ -275,7 +293,8 @@ final class TcpEndpoint implements Endpoint {
         }
         try {
             long left = Math.max(1000, remainingMillis(deadline));
-            Handshake.connect(ch, ctx.secret(), Handshake.Kind.DATA, TcpWire.hello(ctx.commId(), rank, index, nsocks),
+            Handshake.connect(ch, ctx.secret(), Handshake.Kind.DATA,
+                    TcpWire.hello(ctx.commId(), rank, index, nsocks, checksum ? TcpWire.FLAG_CHECKSUM : 0),
                     Duration.ofMillis(left));
             ch.configureBlocking(false);
             return ch;
@@ -320,7 +339,8 @@ final class TcpEndpoint implements Endpoint {
 
     // ------------------------------------------------------------------ higher rank: wait for the sockets
 
-    private SocketChannel[] await(PeerInfo peer, InetSocketAddress remote) throws IOException {
+    /** Waits until all of the lower rank's sockets are in; returns its slot ({@code taken}: the sockets, {@code flags}: its hello's). */
+    private PeerSlot await(PeerInfo peer, InetSocketAddress remote) throws IOException {
         PeerSlot slot = slots.computeIfAbsent(peer.rank(), PeerSlot::new);
         long deadline = System.nanoTime() + connectTimeout.toNanos();
         synchronized (slot) {
@@ -346,9 +366,9 @@ final class TcpEndpoint implements Endpoint {
                 }
             }
             slot.claimed = true;
-            SocketChannel[] s = slot.sockets;
+            slot.taken = slot.sockets;
             slot.sockets = null;
-            return s;
+            return slot;
         }
     }
 
@@ -356,6 +376,10 @@ final class TcpEndpoint implements Endpoint {
     private static final class PeerSlot {
         final int peer;
         SocketChannel[] sockets;
+        /** The sockets handed to {@link #connect}, once claimed. */
+        SocketChannel[] taken;
+        /** The hello flags of the first socket; every socket of the peer must announce the same. */
+        int flags;
         int expected = -1;
         int arrived;
         boolean claimed;
@@ -366,7 +390,7 @@ final class TcpEndpoint implements Endpoint {
         }
 
         /** Adds an authenticated socket; returns null, or why it must be dropped. */
-        synchronized String offer(int index, int n, SocketChannel ch) {
+        synchronized String offer(int index, int n, int helloFlags, SocketChannel ch) {
             if (closed) {
                 return "the endpoint is closing";
             }
@@ -375,9 +399,12 @@ final class TcpEndpoint implements Endpoint {
             }
             if (expected < 0) {
                 expected = n;
+                flags = helloFlags;
                 sockets = new SocketChannel[n];
             } else if (n != expected) {
                 return "it announces " + n + " sockets where its earlier sockets announced " + expected;
+            } else if (helloFlags != flags) {
+                return "it announces flags " + helloFlags + " where its earlier sockets announced " + flags;
             }
             if (sockets[index] != null) {
                 return "socket index " + index + " of rank " + peer + " arrived twice";
@@ -554,6 +581,8 @@ final class TcpEndpoint implements Endpoint {
         } else if (hello.nsocks() < 1 || hello.nsocks() > TcpWire.MAX_SOCKETS || hello.socketIndex() < 0
                 || hello.socketIndex() >= hello.nsocks()) {
             reason = "it announces socket " + hello.socketIndex() + " of " + hello.nsocks() + " (at most " + TcpWire.MAX_SOCKETS + ")";
+        } else if ((hello.flags() & ~TcpWire.KNOWN_FLAGS) != 0) {
+            reason = "it announces unknown flags 0x" + Integer.toHexString(hello.flags()) + " (mixed jccl versions?)";
         } else {
             try {
                 configure(ch);
@@ -567,7 +596,7 @@ final class TcpEndpoint implements Endpoint {
                 return;
             }
             PeerSlot slot = slots.computeIfAbsent(hello.rank(), PeerSlot::new);
-            reason = slot.offer(hello.socketIndex(), hello.nsocks(), ch);
+            reason = slot.offer(hello.socketIndex(), hello.nsocks(), hello.flags(), ch);
             if (reason == null) {
                 if (closed) {
                     // close() may have swept the slots before this one was made: do not leave the socket parked.

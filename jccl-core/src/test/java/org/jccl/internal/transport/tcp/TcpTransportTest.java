@@ -351,7 +351,7 @@ class TcpTransportTest {
             }
             // A lower rank is the initiator: fake "rank 0" hellos are fine, but a hello claiming rank 2 at rank 1 is not.
             try (SocketChannel ch = SocketChannel.open(TcpWire.decodeAddress(c.ep[1].address()))) {
-                Handshake.connect(ch, c.secret, Handshake.Kind.DATA, TcpWire.hello(c.commId, 2, 0, 1), Duration.ofSeconds(5));
+                Handshake.connect(ch, c.secret, Handshake.Kind.DATA, TcpWire.hello(c.commId, 2, 0, 1, 0), Duration.ofSeconds(5));
                 assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "rank 1 drops a hello from a higher rank");
             }
             exchange(c, 64);
