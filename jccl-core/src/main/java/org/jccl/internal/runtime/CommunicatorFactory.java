@@ -31,6 +31,7 @@ import org.jccl.internal.bootstrap.Bootstrap;
 import org.jccl.internal.bootstrap.BootstrapRoot;
 import org.jccl.internal.bootstrap.PeerInfoCodec;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.topo.NetInitReport;
 import org.jccl.internal.transport.local.LocalTransport;
 import org.jccl.internal.transport.shm.ShmTransport;
 import org.jccl.internal.transport.tcp.TcpTransport;
@@ -123,6 +124,7 @@ public final class CommunicatorFactory {
             PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), HOST_HASH, PROCESS_ID, addresses);
             PeerInfo[] peers = rendezvous.exchange(self);
             tctx.setPeers(peers);
+            NetInitReport.log(rank, localRank(peers, rank), config);
             return new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx);
         } catch (IOException e) {
             closeAll(endpoints);
@@ -132,6 +134,17 @@ public final class CommunicatorFactory {
             closeAll(endpoints);
             throw e;
         }
+    }
+
+    /** This rank's index among the ranks of its host (same host hash), in rank order. */
+    static int localRank(PeerInfo[] peers, int rank) {
+        int local = 0;
+        for (int r = 0; r < rank; r++) {
+            if (peers[r].hostHash().equals(peers[rank].hostHash())) {
+                local++;
+            }
+        }
+        return local;
     }
 
     private static void closeAll(Map<Transport, Endpoint> endpoints) {
