@@ -8,6 +8,7 @@ import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import java.util.zip.CRC32C;
 import org.jccl.internal.config.Settings;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
@@ -70,7 +71,7 @@ final class TcpConnection implements Connection {
     /** Largest view of a caller's segment; {@link #MAX_VIEW} except in tests that exercise the windowing with small messages. */
     int maxView = MAX_VIEW;
 
-    TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, SocketChannel[] sockets, boolean checksum) {
+    TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum) {
         this.peer = peer;
         this.selfRank = selfRank;
         this.checksum = checksum;
@@ -79,7 +80,8 @@ final class TcpConnection implements Connection {
         for (int i = 0; i < nsocks; i++) {
             lanes[i] = new Lane(i, sockets[i]);
         }
-        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C)" : ")");
+        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C" : "")
+                + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "") + ")";
     }
 
     @Override
@@ -97,7 +99,7 @@ final class TcpConnection implements Connection {
     public java.nio.channels.SelectableChannel[] channels() {
         java.nio.channels.SelectableChannel[] chans = new java.nio.channels.SelectableChannel[nsocks];
         for (int i = 0; i < nsocks; i++) {
-            chans[i] = lanes[i].ch;
+            chans[i] = lanes[i].ch.socket();
         }
         return chans;
     }
@@ -169,6 +171,7 @@ final class TcpConnection implements Connection {
         try {
             for (Lane lane : lanes) {
                 current = lane;
+                lane.ch.flush(); // TLS records a previous write could not hand to the socket
                 moved += lane.progressSend();
                 moved += lane.progressRecv();
             }
@@ -265,7 +268,7 @@ final class TcpConnection implements Connection {
      */
     private final class Lane {
         final int index;
-        final SocketChannel ch;
+        final WireChannel ch;
         final ArrayDeque<P2pRequest> sendQ = new ArrayDeque<>();
         final ArrayDeque<P2pRequest> recvQ = new ArrayDeque<>();
 
@@ -302,7 +305,7 @@ final class TcpConnection implements Connection {
         private final MemorySegment recvScratchSeg = MemorySegment.ofBuffer(recvScratch);
         private final ByteBuffer[] scatter = new ByteBuffer[2];
 
-        Lane(int index, SocketChannel ch) {
+        Lane(int index, WireChannel ch) {
             this.index = index;
             this.ch = ch;
         }

@@ -27,6 +27,8 @@ import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.HandshakeServer;
 import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.net.Tls;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.PeerInfo;
@@ -78,6 +80,8 @@ final class TcpEndpoint implements Endpoint {
     private final int nsocks;
     /** This rank's JCCL_CHECKSUM: what it announces when it connects (the lower rank of a pair decides). */
     private final boolean checksum;
+    /** TLS on every data socket (JCCL_TLS), or null. */
+    private final Tls tls;
     private final int socketBuffer;
     private final Duration connectTimeout;
     private final ServerSocketChannel server;
@@ -102,6 +106,7 @@ final class TcpEndpoint implements Endpoint {
         this.rank = ctx.rank();
         this.nsocks = nsocks;
         this.checksum = Settings.CHECKSUM.getBool(ctx.config());
+        this.tls = Tls.fromConfig(ctx.config());
         this.socketBuffer = socketBuffer;
         this.connectTimeout = connectTimeout;
         this.server = server;
@@ -131,6 +136,7 @@ final class TcpEndpoint implements Endpoint {
         int socketBuffer = (int) Settings.SOCKET_BUFFER.getLong(ctx.config());
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(ctx.config());
         Settings.CHECKSUM.getBool(ctx.config()); // a bad value fails before a port is held
+        Tls.fromConfig(ctx.config()); // and so does a broken TLS setup
         InetAddress bindAddress = Interfaces.selectAddress(ctx.config());
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
@@ -197,7 +203,7 @@ final class TcpEndpoint implements Endpoint {
         PeerInfo peer = ctx.peer(peerRank);
         InetSocketAddress remote = peerAddress(peer);
         boolean crc;
-        SocketChannel[] sockets;
+        WireChannel[] sockets;
         if (rank < peerRank) {
             sockets = initiate(peer, remote);
             crc = checksum;
@@ -238,9 +244,9 @@ final class TcpEndpoint implements Endpoint {
 
     // ------------------------------------------------------------------ lower rank: open the sockets
 
-    private SocketChannel[] initiate(PeerInfo peer, InetSocketAddress remote) throws IOException {
+    private WireChannel[] initiate(PeerInfo peer, InetSocketAddress remote) throws IOException {
         long deadline = System.nanoTime() + connectTimeout.toNanos();
-        SocketChannel[] sockets = new SocketChannel[nsocks];
+        WireChannel[] sockets = new WireChannel[nsocks];
         boolean ok = false;
         try {
             for (int i = 0; i < nsocks; i++) {
@@ -250,14 +256,14 @@ final class TcpEndpoint implements Endpoint {
             return sockets;
         } finally {
             if (!ok) {
-                for (SocketChannel ch : sockets) {
+                for (WireChannel ch : sockets) {
                     closeQuietly(ch);
                 }
             }
         }
     }
 
-    private SocketChannel openSocket(PeerInfo peer, InetSocketAddress remote, int index, long deadline) throws IOException {
+    private WireChannel openSocket(PeerInfo peer, InetSocketAddress remote, int index, long deadline) throws IOException {
         String target = peer.describe() + " at " + TcpWire.format(remote);
         long backoff = BACKOFF_START_MS;
         int attempts = 0;
@@ -293,11 +299,12 @@ final class TcpEndpoint implements Endpoint {
         }
         try {
             long left = Math.max(1000, remainingMillis(deadline));
-            Handshake.connect(ch, ctx.secret(), Handshake.Kind.DATA,
+            WireChannel w = Tls.wrap(tls, ch, true, target);
+            Handshake.connect(w, ctx.secret(), Handshake.Kind.DATA,
                     TcpWire.hello(ctx.commId(), rank, index, nsocks, checksum ? TcpWire.FLAG_CHECKSUM : 0),
                     Duration.ofMillis(left));
             ch.configureBlocking(false);
-            return ch;
+            return w;
         } catch (JcclException e) {
             closeQuietly(ch);
             String msg = "TCP connection from rank " + rank + " to " + peer.describe() + ": " + e.getMessage();
@@ -375,9 +382,9 @@ final class TcpEndpoint implements Endpoint {
     /** The sockets one lower rank has delivered so far. Guarded by its own monitor. */
     private static final class PeerSlot {
         final int peer;
-        SocketChannel[] sockets;
+        WireChannel[] sockets;
         /** The sockets handed to {@link #connect}, once claimed. */
-        SocketChannel[] taken;
+        WireChannel[] taken;
         /** The hello flags of the first socket; every socket of the peer must announce the same. */
         int flags;
         int expected = -1;
@@ -390,7 +397,7 @@ final class TcpEndpoint implements Endpoint {
         }
 
         /** Adds an authenticated socket; returns null, or why it must be dropped. */
-        synchronized String offer(int index, int n, int helloFlags, SocketChannel ch) {
+        synchronized String offer(int index, int n, int helloFlags, WireChannel ch) {
             if (closed) {
                 return "the endpoint is closing";
             }
@@ -400,7 +407,7 @@ final class TcpEndpoint implements Endpoint {
             if (expected < 0) {
                 expected = n;
                 flags = helloFlags;
-                sockets = new SocketChannel[n];
+                sockets = new WireChannel[n];
             } else if (n != expected) {
                 return "it announces " + n + " sockets where its earlier sockets announced " + expected;
             } else if (helloFlags != flags) {
@@ -420,7 +427,7 @@ final class TcpEndpoint implements Endpoint {
         synchronized void close() {
             closed = true;
             if (sockets != null) {
-                for (SocketChannel ch : sockets) {
+                for (WireChannel ch : sockets) {
                     closeQuietly(ch);
                 }
                 sockets = null;
@@ -521,7 +528,8 @@ final class TcpEndpoint implements Endpoint {
             SelectionKey key;
             try {
                 ch.configureBlocking(false);
-                hs = HandshakeServer.start(ch, ctx.secret(), Handshake.Kind.DATA, ACCEPT_HANDSHAKE_TIMEOUT);
+                hs = HandshakeServer.start(Tls.wrap(tls, ch, false, remoteOf(ch)), ctx.secret(), Handshake.Kind.DATA,
+                        ACCEPT_HANDSHAKE_TIMEOUT);
                 key = ch.register(selector, 0, hs);
             } catch (IOException e) {
                 closeQuietly(ch);
@@ -548,7 +556,7 @@ final class TcpEndpoint implements Endpoint {
                 // Leave the acceptor's selector; the channel stays non-blocking, as TcpConnection expects.
                 key.cancel();
                 pendingHandshakes--;
-                admit((SocketChannel) key.channel(), hs.hello(), hs.remote());
+                admit(hs.channel(), hs.hello(), hs.remote());
             }
             case FAILED -> drop(key, hs, r.error());
         }
@@ -561,14 +569,14 @@ final class TcpEndpoint implements Endpoint {
             key.cancel();
             pendingHandshakes--;
         }
-        closeQuietly((SocketChannel) key.channel());
+        closeQuietly(hs.channel());
         if (!closed) {
             Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, hs.remote()));
         }
     }
 
     /** Hands an authenticated socket to its peer's slot, or drops it with one warning. */
-    private void admit(SocketChannel ch, byte[] raw, String from) {
+    private void admit(WireChannel ch, byte[] raw, String from) {
         TcpWire.Hello hello = TcpWire.Hello.parse(raw);
         String reason;
         if (hello == null) {
@@ -585,8 +593,8 @@ final class TcpEndpoint implements Endpoint {
             reason = "it announces unknown flags 0x" + Integer.toHexString(hello.flags()) + " (mixed jccl versions?)";
         } else {
             try {
-                configure(ch);
-                ch.configureBlocking(false);
+                configure(ch.socket());
+                ch.socket().configureBlocking(false);
             } catch (IOException e) {
                 closeQuietly(ch);
                 if (!closed) {
@@ -626,7 +634,7 @@ final class TcpEndpoint implements Endpoint {
         }
     }
 
-    private static void closeQuietly(SocketChannel ch) {
+    private static void closeQuietly(java.nio.channels.Channel ch) {
         if (ch != null) {
             try {
                 ch.close();

@@ -81,7 +81,7 @@ class TcpWireFuzzTest {
                 SocketChannel peer = SocketChannel.open(l.getLocalAddress());
                 SocketChannel accepted = l.accept()) {
             accepted.configureBlocking(false);
-            TcpConnection conn = new TcpConnection(0, PEER, "fuzz", new SocketChannel[] {accepted}, checksum);
+            TcpConnection conn = new TcpConnection(0, PEER, "fuzz", new org.jccl.internal.net.WireChannel[] {org.jccl.internal.net.WireChannel.plain(accepted)}, checksum);
             MemorySegment dst = arena.allocate(Math.max(1, posted)).asSlice(0, posted);
             dst.fill((byte) 0x5A);
             P2pRequest r = conn.recv(dst);
