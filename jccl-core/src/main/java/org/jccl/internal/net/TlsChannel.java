@@ -51,6 +51,12 @@ public final class TlsChannel implements WireChannel {
         this.netIn = ByteBuffer.allocate(packet);
         this.appIn = ByteBuffer.allocate(engine.getSession().getApplicationBufferSize()).flip();
         this.netOut = ByteBuffer.allocate(packet).flip();
+        try {
+            // Without this the engine reports NOT_HANDSHAKING until the first wrap/unwrap.
+            engine.beginHandshake();
+        } catch (SSLException e) {
+            throw tlsFailure(e, null);
+        }
     }
 
     @Override
@@ -315,8 +321,17 @@ public final class TlsChannel implements WireChannel {
         }
         long consumed = 0;
         while (remaining(srcs, offset, length) > 0) {
-            consumed += wrap(srcs, offset, length);
+            long n = wrap(srcs, offset, length);
+            consumed += n;
             if (!flush()) {
+                break;
+            }
+            if (n == 0) {
+                // The engine wants handshake messages first (a key update): drive them on the next call.
+                HandshakeStatus hs = engine.getHandshakeStatus();
+                if (hs != HandshakeStatus.NOT_HANDSHAKING && hs != HandshakeStatus.FINISHED) {
+                    handshaken = false;
+                }
                 break;
             }
         }
