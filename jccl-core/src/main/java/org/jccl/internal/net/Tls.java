@@ -104,9 +104,13 @@ public final class Tls {
      * The channel jccl speaks over on {@code ch}: TLS when {@code tls} is not null, else the socket.
      *
      * @param client true on the side that connected
-     * @param peer the remote address, for messages
+     * @param peer what the connector calls the peer in messages ("rank 3 (host pid) at 10.0.0.3:4711"); the
+     *        accepting side always says "the connection from ADDRESS"
      */
     public static WireChannel wrap(Tls tls, SocketChannel ch, boolean client, String peer) {
-        return tls == null ? WireChannel.plain(ch) : new TlsChannel(ch, tls.engine(client), peer);
+        if (tls == null) {
+            return WireChannel.plain(ch);
+        }
+        return new TlsChannel(ch, tls.engine(client), client ? peer : "the connection from " + Handshake.remote(ch));
     }
 }

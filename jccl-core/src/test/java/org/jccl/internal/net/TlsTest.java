@@ -191,6 +191,39 @@ class TlsTest {
                     () -> Handshake.connect(ch, id.secret(), Handshake.Kind.BOOTSTRAP, new byte[8], Duration.ofSeconds(8)));
             assertTrue(e instanceof java.io.EOFException || e.getMessage().contains("did not answer the jccl handshake"), e.toString());
         }
+        // Random bytes at a TLS port: dropped with one WARN line naming TLS and the sender.
+        Log.Options saved = Log.options();
+        Path log = dir.resolve("warn.log");
+        try {
+            Log.configure(new Log.Options(Log.Level.WARN, EnumSet.noneOf(Log.Subsys.class), log.toString(), false));
+            String from;
+            try (java.net.Socket s = new java.net.Socket()) {
+                s.connect(id.rootAddress(), 5_000);
+                s.setSoTimeout(20_000);
+                from = "127.0.0.1:" + s.getLocalPort();
+                byte[] junk = new byte[300];
+                new java.util.Random(7).nextBytes(junk);
+                s.getOutputStream().write(junk);
+                try {
+                    while (s.getInputStream().read() >= 0) {
+                        // until the root closes
+                    }
+                } catch (IOException reset) {
+                    // closed too
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            List<String> lines = List.of();
+            while (System.nanoTime() < deadline && lines.isEmpty()) {
+                lines = Files.exists(log) ? Files.readAllLines(log).stream().filter(l -> l.contains(from)).toList() : List.of();
+                Thread.sleep(20);
+            }
+            assertEquals(1, lines.size(), lines.toString());
+            assertTrue(lines.getFirst().contains(" JCCL WARN ") && lines.getFirst().contains("TLS with the connection from " + from
+                    + " failed"), lines.getFirst());
+        } finally {
+            Log.configure(saved);
+        }
         ConfigException missing = assertThrows(ConfigException.class,
                 () -> Tls.fromConfig(Config.defaults().with("JCCL_TLS", "1").with("JCCL_TLS_TRUSTSTORE", p("trustA.p12"))));
         assertTrue(missing.getMessage().startsWith("JCCL_TLS=1 needs JCCL_TLS_KEYSTORE"), missing.getMessage());
