@@ -21,6 +21,8 @@ import org.jccl.JcclTimeoutException;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
+import org.jccl.internal.net.Tls;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.PeerInfo;
 
 /**
@@ -77,8 +79,12 @@ public final class Bootstrap {
         // Encode before connecting: a peer info that cannot be encoded fails here, not at the root.
         byte[] registration = BootstrapWire.registerFrame(rank, size, PeerInfoCodec.encode(self));
         long t0 = System.nanoTime();
-        try (SocketChannel ch = connect(id, rank, size, where, initTimeout, connectTimeout, deadline)) {
-            ch.write(ByteBuffer.wrap(registration));
+        Tls tls = Tls.fromConfig(config);
+        try (WireChannel ch = connect(id, rank, size, where, initTimeout, connectTimeout, deadline, tls)) {
+            ByteBuffer reg = ByteBuffer.wrap(registration);
+            while (reg.hasRemaining()) {
+                ch.write(reg);
+            }
             Log.trace(Log.Subsys.BOOTSTRAP, rank, "registered with the bootstrap root " + where + " as rank " + rank + " of " + size);
             PeerInfo[] table = awaitTable(ch, rank, size, self, where, initTimeout, deadline);
             Log.info(Log.Subsys.BOOTSTRAP, rank, "bootstrap: all " + size + " ranks known after "
@@ -102,8 +108,8 @@ public final class Bootstrap {
     }
 
     /** Connects and authenticates, retrying while the root is not reachable yet. */
-    private static SocketChannel connect(JcclId id, int rank, int size, String where, Duration initTimeout, Duration connectTimeout,
-            long deadline) {
+    private static WireChannel connect(JcclId id, int rank, int size, String where, Duration initTimeout, Duration connectTimeout,
+            long deadline, Tls tls) {
         InetSocketAddress root = id.rootAddress();
         byte[] secret = id.secret();
         byte[] hello = BootstrapWire.hello(rank, size);
@@ -125,11 +131,12 @@ public final class Bootstrap {
                 ch = SocketChannel.open();
                 ch.socket().connect(root, (int) Math.max(1, Math.min(Integer.MAX_VALUE, attemptTimeout.toMillis())));
                 ch.socket().setTcpNoDelay(true);
-                Handshake.connect(ch, secret, Handshake.Kind.BOOTSTRAP, hello, attemptTimeout);
+                WireChannel w = Tls.wrap(tls, ch, true, "the bootstrap root at " + where);
+                Handshake.connect(w, secret, Handshake.Kind.BOOTSTRAP, hello, attemptTimeout);
                 if (attempts > 0) {
                     Log.info(Log.Subsys.BOOTSTRAP, rank, "reached the bootstrap root " + where + " after " + (attempts + 1) + " attempts");
                 }
-                return ch;
+                return w;
             } catch (JcclException e) {
                 closeQuietly(ch);
                 if (e.code() != ErrorCode.TIMEOUT) {
@@ -170,11 +177,11 @@ public final class Bootstrap {
         }
     }
 
-    private static PeerInfo[] awaitTable(SocketChannel ch, int rank, int size, PeerInfo self, String where, Duration initTimeout,
+    private static PeerInfo[] awaitTable(WireChannel w, int rank, int size, PeerInfo self, String where, Duration initTimeout,
             long deadline) throws IOException {
         long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-        ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, remainingMs)));
-        DataInputStream in = new DataInputStream(ch.socket().getInputStream());
+        w.socket().socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, remainingMs)));
+        DataInputStream in = new DataInputStream(w.blockingInput());
         BootstrapWire.Frame frame;
         try {
             frame = BootstrapWire.readFrame(in, BootstrapWire.MAX_REPLY_FRAME, "the bootstrap root at " + where);

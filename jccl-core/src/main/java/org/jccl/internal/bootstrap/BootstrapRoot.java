@@ -35,6 +35,8 @@ import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.HandshakeServer;
 import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.net.Tls;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.PeerInfo;
 
 /**
@@ -84,6 +86,8 @@ public final class BootstrapRoot implements AutoCloseable {
     private final InetSocketAddress address;
     private final String where;
     private final byte[] secret;
+    /** TLS for every accepted connection (JCCL_TLS), or null. */
+    private final Tls tls;
     private final Duration initTimeout;
     private final Duration sendTimeout;
     private final long startNanos;
@@ -104,7 +108,7 @@ public final class BootstrapRoot implements AutoCloseable {
     private int incoming;
 
     /** An authenticated connection whose registration has been read; its key is reused for the registrant. */
-    private record Arrival(SocketChannel channel, SelectionKey key, BootstrapWire.Registration registration, String from) {
+    private record Arrival(WireChannel channel, SelectionKey key, BootstrapWire.Registration registration, String from) {
     }
 
     /**
@@ -131,7 +135,7 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     /** A registered rank, waiting for the table. */
-    private record Registrant(SocketChannel channel, SelectionKey key, PeerInfo info, String from) {
+    private record Registrant(WireChannel channel, SelectionKey key, PeerInfo info, String from) {
     }
 
     private BootstrapRoot(ServerSocketChannel server, Selector selector, InetSocketAddress address, byte[] secret, Config config) {
@@ -140,6 +144,7 @@ public final class BootstrapRoot implements AutoCloseable {
         this.address = address;
         this.where = BootstrapWire.hostPort(address);
         this.secret = secret.clone();
+        this.tls = Tls.fromConfig(config);
         this.initTimeout = Settings.INIT_TIMEOUT.getDuration(config);
         this.sendTimeout = Settings.CONNECT_TIMEOUT.getDuration(config);
         this.startNanos = System.nanoTime();
@@ -171,6 +176,7 @@ public final class BootstrapRoot implements AutoCloseable {
         // Read the settings before binding so a bad JCCL_INIT_TIMEOUT fails without holding a port.
         Settings.INIT_TIMEOUT.getDuration(config);
         Settings.CONNECT_TIMEOUT.getDuration(config);
+        Tls.fromConfig(config); // and a broken TLS setup
         String asked = bind.isUnresolved() ? bind.getHostString() + ":" + bind.getPort() : BootstrapWire.hostPort(bind);
         ServerSocketChannel server = null;
         Selector selector = null;
@@ -324,7 +330,7 @@ public final class BootstrapRoot implements AutoCloseable {
                 ch.configureBlocking(false);
                 long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
                 Duration timeout = Duration.ofMillis(Math.max(1, Math.min(HANDSHAKE_TIMEOUT.toMillis(), remainingMs)));
-                in = new Incoming(HandshakeServer.start(ch, secret, Handshake.Kind.BOOTSTRAP, timeout));
+                in = new Incoming(HandshakeServer.start(Tls.wrap(tls, ch, false, remote(ch)), secret, Handshake.Kind.BOOTSTRAP, timeout));
                 key = ch.register(selector, 0, in);
             } catch (IOException e) {
                 dropped.incrementAndGet();
@@ -362,7 +368,7 @@ public final class BootstrapRoot implements AutoCloseable {
                     }
                 }
             }
-            reg = readRegistration((SocketChannel) key.channel(), in);
+            reg = readRegistration(in.handshake.channel(), in);
         } catch (JcclException | IOException e) {
             drop(key, in, e);
             return;
@@ -373,7 +379,7 @@ public final class BootstrapRoot implements AutoCloseable {
         }
         if (reg != null) {
             incoming--;
-            onArrival(new Arrival((SocketChannel) key.channel(), key, reg, in.from));
+            onArrival(new Arrival(in.handshake.channel(), key, reg, in.from));
         }
     }
 
@@ -394,7 +400,7 @@ public final class BootstrapRoot implements AutoCloseable {
      * whole, null while more is to come. The body buffer is allocated only here, after the handshake,
      * and only for a length within {@link BootstrapWire#MAX_REGISTRATION_FRAME}.
      */
-    private BootstrapWire.Registration readRegistration(SocketChannel ch, Incoming in) throws IOException {
+    private BootstrapWire.Registration readRegistration(WireChannel ch, Incoming in) throws IOException {
         boolean progressed = false;
         boolean eof = false;
         if (in.body == null) {
@@ -426,7 +432,7 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     /** Reads what is available into {@code bufs} without blocking; returns true at end of stream. */
-    private static boolean readAvailable(SocketChannel ch, ByteBuffer... bufs) throws IOException {
+    private static boolean readAvailable(WireChannel ch, ByteBuffer... bufs) throws IOException {
         while (bufs[bufs.length - 1].hasRemaining()) {
             long n = ch.read(bufs);
             if (n < 0) {
@@ -457,7 +463,7 @@ public final class BootstrapRoot implements AutoCloseable {
 
     /** Drops an unregistered connection with one warning; a peer that proved the secret is told why. */
     private void drop(SelectionKey key, Incoming in, Exception e) {
-        SocketChannel ch = (SocketChannel) key.channel();
+        WireChannel ch = in.handshake.channel();
         incoming--;
         dropped.incrementAndGet();
         if (e instanceof JcclException je) {
@@ -498,7 +504,7 @@ public final class BootstrapRoot implements AutoCloseable {
                     + " jobs do not share one root address");
             return;
         }
-        SocketChannel ch = a.channel();
+        WireChannel ch = a.channel();
         // The handshake's key, on this selector already: from now on it watches for the registrant closing.
         SelectionKey key = a.key();
         key.interestOps(SelectionKey.OP_READ);
@@ -666,7 +672,11 @@ public final class BootstrapRoot implements AutoCloseable {
                 }
                 Registrant r = (Registrant) key.attachment();
                 try {
-                    ((SocketChannel) key.channel()).write(buf);
+                    WireChannel w = ((Registrant) key.attachment()).channel();
+                    w.write(buf);
+                    if (!w.flush()) {
+                        continue; // TLS records still queued: wait for OP_WRITE again
+                    }
                 } catch (IOException e) {
                     Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": could not send to " + r.info().describe() + ": " + e);
                     pending.remove(key);
@@ -702,7 +712,7 @@ public final class BootstrapRoot implements AutoCloseable {
         }
         for (SelectionKey key : List.copyOf(selector.keys())) {
             if (key.attachment() instanceof Incoming in) {
-                SocketChannel ch = (SocketChannel) key.channel();
+                WireChannel ch = in.handshake.channel();
                 if (in.authenticated) {
                     writeOnce(ch, frame);
                 }
@@ -713,10 +723,11 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     /** One non-blocking write of a small frame; a peer that does not take it all is not waited for. */
-    private static void writeOnce(SocketChannel ch, byte[] frame) {
+    private static void writeOnce(WireChannel ch, byte[] frame) {
         try {
-            ch.configureBlocking(false);
+            ch.socket().configureBlocking(false);
             ch.write(ByteBuffer.wrap(frame));
+            ch.flush();
         } catch (IOException e) {
             // The connection is being dropped anyway; the peer sees it close.
         }

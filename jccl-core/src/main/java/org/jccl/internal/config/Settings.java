@@ -48,6 +48,20 @@ public final class Settings {
             "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
     public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,
             "SO_SNDBUF/SO_RCVBUF of data sockets (0 keeps the OS default)");
+    public static final Setting CHECKSUM = Setting.define("JCCL_CHECKSUM", null, BOOL, "0", 0, 0,
+            "1 adds a CRC32C to every TCP stripe and checks it on receipt: a corrupted stripe fails the operation naming the peer"
+                    + " instead of returning a wrong result (the lower rank of each pair decides for the pair)");
+    public static final Setting TLS = Setting.define("JCCL_TLS", null, BOOL, "0", 0, 0,
+            "1 runs mutual TLS 1.3 (JDK javax.net.ssl) on every bootstrap and TCP data connection; needs JCCL_TLS_KEYSTORE and"
+                    + " JCCL_TLS_TRUSTSTORE; set alike on every rank");
+    public static final Setting TLS_KEYSTORE = Setting.define("JCCL_TLS_KEYSTORE", null, STRING, null, 0, 0,
+            "PKCS12 or JKS file with this rank's private key and certificate chain (for JCCL_TLS=1)");
+    public static final Setting TLS_KEYSTORE_PASSWORD = Setting.define("JCCL_TLS_KEYSTORE_PASSWORD", null, STRING, null, 0, 0,
+            "password of JCCL_TLS_KEYSTORE and of the key in it");
+    public static final Setting TLS_TRUSTSTORE = Setting.define("JCCL_TLS_TRUSTSTORE", null, STRING, null, 0, 0,
+            "PKCS12 or JKS file with the CA certificate(s) every peer's certificate must chain to (for JCCL_TLS=1)");
+    public static final Setting TLS_TRUSTSTORE_PASSWORD = Setting.define("JCCL_TLS_TRUSTSTORE_PASSWORD", null, STRING, null, 0, 0,
+            "password of JCCL_TLS_TRUSTSTORE (default: JCCL_TLS_KEYSTORE_PASSWORD)");
 
     // ---- transports and algorithms
     public static final Setting LOCAL_DISABLE = Setting.define("JCCL_LOCAL_DISABLE", null, BOOL, "0", 0, 0,

@@ -38,7 +38,7 @@ import org.jccl.JcclException;
 public final class Handshake {
 
     /** Wire protocol version; bumped on any incompatible change of handshake or frames. */
-    public static final short VERSION = 1;
+    public static final short VERSION = 2;
     /** Largest hello accepted. */
     public static final int MAX_HELLO = 4096;
 
@@ -71,11 +71,17 @@ public final class Handshake {
      * @throws IOException when the socket fails or times out
      */
     public static byte[] accept(SocketChannel ch, byte[] secret, Kind kind, Duration timeout) throws IOException {
+        return accept(WireChannel.plain(ch), secret, kind, timeout);
+    }
+
+    /** {@link #accept(SocketChannel, byte[], Kind, Duration)} over a {@link WireChannel} (plain or TLS). */
+    public static byte[] accept(WireChannel w, byte[] secret, Kind kind, Duration timeout) throws IOException {
+        SocketChannel ch = w.socket();
         ch.configureBlocking(true);
         ch.socket().setSoTimeout(timeoutMillis(timeout));
         String who = remote(ch);
-        DataInputStream in = new DataInputStream(ch.socket().getInputStream());
-        DataOutputStream out = new DataOutputStream(ch.socket().getOutputStream());
+        DataInputStream in = new DataInputStream(w.blockingInput());
+        DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(w.blockingOutput()));
         byte[] nonceA = nonce();
         out.writeInt(MAGIC);
         out.writeShort(VERSION);
@@ -131,14 +137,20 @@ public final class Handshake {
      * @throws JcclException AUTHENTICATION when either side's proof fails, PROTOCOL when the peer is not jccl
      */
     public static void connect(SocketChannel ch, byte[] secret, Kind kind, byte[] hello, Duration timeout) throws IOException {
+        connect(WireChannel.plain(ch), secret, kind, hello, timeout);
+    }
+
+    /** {@link #connect(SocketChannel, byte[], Kind, byte[], Duration)} over a {@link WireChannel} (plain or TLS). */
+    public static void connect(WireChannel w, byte[] secret, Kind kind, byte[] hello, Duration timeout) throws IOException {
+        SocketChannel ch = w.socket();
         if (hello.length > MAX_HELLO) {
             throw new IllegalArgumentException("hello too long: " + hello.length);
         }
         ch.configureBlocking(true);
         ch.socket().setSoTimeout(timeoutMillis(timeout));
         String who = remote(ch);
-        InputStream rawIn = ch.socket().getInputStream();
-        OutputStream rawOut = ch.socket().getOutputStream();
+        InputStream rawIn = w.blockingInput();
+        OutputStream rawOut = new java.io.BufferedOutputStream(w.blockingOutput());
         DataInputStream in = new DataInputStream(rawIn);
         DataOutputStream out = new DataOutputStream(rawOut);
         try {

@@ -65,7 +65,7 @@ public final class HandshakeServer {
 
     private enum Phase { CHALLENGE, HEADER, BODY, REPLY, DONE, FAILED }
 
-    private final SocketChannel ch;
+    private final WireChannel ch;
     private final byte[] secret;
     private final Handshake.Kind kind;
     private final long deadlineNanos;
@@ -87,13 +87,13 @@ public final class HandshakeServer {
     /** What {@link #step} returns again once the handshake has finished. */
     private Result last;
 
-    private HandshakeServer(SocketChannel ch, byte[] secret, Handshake.Kind kind, Duration timeout) {
+    private HandshakeServer(WireChannel ch, byte[] secret, Handshake.Kind kind, Duration timeout) {
         this.ch = ch;
         this.secret = secret;
         this.kind = kind;
         this.timeoutMillis = timeout.toMillis();
         this.deadlineNanos = System.nanoTime() + timeout.toNanos();
-        this.who = Handshake.remote(ch);
+        this.who = Handshake.remote(ch.socket());
         this.nonceA = Handshake.nonce();
         this.out = ByteBuffer.allocate(4 + 2 + 1 + Handshake.NONCE);
         out.putInt(Handshake.MAGIC).putShort(Handshake.VERSION).put((byte) kind.code).put(nonceA).flip();
@@ -110,11 +110,19 @@ public final class HandshakeServer {
      * @throws IllegalArgumentException when the channel is in blocking mode
      */
     public static HandshakeServer start(SocketChannel ch, byte[] secret, Handshake.Kind kind, Duration timeout) {
+        return start(WireChannel.plain(Objects.requireNonNull(ch, "ch")), secret, kind, timeout);
+    }
+
+    /**
+     * {@link #start(SocketChannel, byte[], Handshake.Kind, Duration)} over a {@link WireChannel}: with
+     * TLS, the TLS handshake runs first, inside the same steps and the same deadline.
+     */
+    public static HandshakeServer start(WireChannel ch, byte[] secret, Handshake.Kind kind, Duration timeout) {
         Objects.requireNonNull(ch, "ch");
         Objects.requireNonNull(secret, "secret");
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(timeout, "timeout");
-        if (ch.isBlocking()) {
+        if (ch.socket().isBlocking()) {
             throw new IllegalArgumentException("HandshakeServer needs a non-blocking channel");
         }
         return new HandshakeServer(ch, secret, kind, timeout);
@@ -123,6 +131,11 @@ public final class HandshakeServer {
     /** The remote address as the failure messages name it. */
     public String remote() {
         return who;
+    }
+
+    /** The channel the handshake runs on (and the peer's bytes continue on once it is done). */
+    public WireChannel channel() {
+        return ch;
     }
 
     /** The connector's authenticated hello; only after {@link Status#DONE}. */
@@ -147,7 +160,18 @@ public final class HandshakeServer {
             return r;
         }
         try {
-            return last = advance();
+            Result next = advance();
+            if (next.status() == Status.IN_PROGRESS) {
+                // A TLS handshake underneath may need the other direction than the jccl handshake asks for.
+                int ops = ch.interestOps(next.interestOps());
+                if (ops != next.interestOps()) {
+                    next = ops == SelectionKey.OP_READ ? Result.WANT_READ : Result.WANT_WRITE;
+                }
+            }
+            return last = next;
+        } catch (JcclException e) {
+            // A TLS failure: the handshake fails with it, like any other refusal.
+            return fail(e);
         } catch (IOException e) {
             // A later step() must not pretend the handshake is still going.
             fail(new JcclException(ErrorCode.PROTOCOL, "connection from " + who + " failed during the jccl handshake: " + e.getMessage(), e));

@@ -34,6 +34,7 @@ import org.jccl.internal.bootstrap.PeerInfoCodec;
 import org.jccl.internal.control.ControlPlane;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.topo.NetInitReport;
 import org.jccl.internal.transport.local.LocalTransport;
 import org.jccl.internal.transport.shm.ShmTransport;
 import org.jccl.internal.transport.tcp.TcpTransport;
@@ -128,6 +129,7 @@ public final class CommunicatorFactory {
             PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), HOST_HASH, PROCESS_ID, addresses);
             PeerInfo[] peers = rendezvous.exchange(self);
             tctx.setPeers(peers);
+            NetInitReport.log(rank, localRank(peers, rank), config);
             return withControl(new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx), control);
         } catch (IOException e) {
             closeQuietly(control);
@@ -172,6 +174,17 @@ public final class CommunicatorFactory {
                 // failing already
             }
         }
+    }
+
+    /** This rank's index among the ranks of its host (same host hash), in rank order. */
+    static int localRank(PeerInfo[] peers, int rank) {
+        int local = 0;
+        for (int r = 0; r < rank; r++) {
+            if (peers[r].hostHash().equals(peers[rank].hostHash())) {
+                local++;
+            }
+        }
+        return local;
     }
 
     private static void closeAll(Map<Transport, Endpoint> endpoints) {

@@ -243,6 +243,22 @@ public final class NicAssignment {
             Nic nic = nics.get(Math.floorMod(localRank, nics.size()));
             return List.of(new Choice(nic.name(), PciDistance.SYS));
         }
+        Gpu mine = visible.get(Math.floorMod(localRank, visible.size()));
+        int all = topo.gpus().size();
+        if (visible.size() == 1 && all > 1 && topo.gpus().contains(mine)) {
+            // One GPU per process (CUDA_VISIBLE_DEVICES=<r>, as Slurm and Kubernetes bind GPUs): assigned on its own, every
+            // process would take the first of the NICs it ties on, and the GPUs sharing a switch would share one HCA while
+            // the other idled (the "only 4 of 8 HCAs carried traffic" report). So the primary comes from the assignment of
+            // all the host's GPUs, as if each process saw them all; the rest of its own list follows as spares.
+            Result host = assign(topo.gpus().stream().map(Gpu::pci).toList(), nics, topo.singleNumaNode());
+            List<Choice> out = new ArrayList<>(host.perGpu().get(topo.gpus().indexOf(mine)));
+            for (Choice c : assign(List.of(mine.pci()), nics, topo.singleNumaNode()).perGpu().getFirst()) {
+                if (out.stream().noneMatch(o -> o.nic().equals(c.nic()))) {
+                    out.add(c);
+                }
+            }
+            return List.copyOf(out);
+        }
         Result r = assign(visible.stream().map(Gpu::pci).toList(), nics, topo.singleNumaNode());
         return r.perGpu().get(Math.floorMod(localRank, visible.size()));
     }

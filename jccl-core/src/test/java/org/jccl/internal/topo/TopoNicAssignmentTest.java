@@ -92,6 +92,22 @@ class TopoNicAssignmentTest {
     }
 
     @Test
+    void oneGpuPerProcessStillSpreadsOverEveryHca() {
+        // Eight processes, each with CUDA_VISIBLE_DEVICES=<its GPU> (Slurm/Kubernetes GPU binding): GPUs 6 and 7 share a
+        // switch with mlx5_6 and mlx5_7; alone, each would take mlx5_6. Their primaries must be the eight distinct HCAs.
+        Topology t = Fixtures.discover("dgx8", dir);
+        Set<String> primaries = new java.util.HashSet<>();
+        for (int gpu = 0; gpu < 8; gpu++) {
+            List<NicAssignment.Choice> c = NicAssignment.forLocalRank(t, 0, Integer.toString(gpu), null);
+            assertEquals(PciDistance.PIX, c.getFirst().distance(), c.toString());
+            assertEquals(8, c.size(), "the other HCAs follow as spares: " + c);
+            primaries.add(c.getFirst().nic());
+        }
+        assertEquals(8, primaries.size(), "every HCA is some process's primary: " + primaries);
+        assertEquals("mlx5_7", NicAssignment.forLocalRank(t, 0, "7", null).getFirst().nic());
+    }
+
+    @Test
     void hungarianFindsTheMinimumOnRandomMatrices() {
         Random rnd = new Random(42);
         for (int trial = 0; trial < 200; trial++) {

@@ -6,6 +6,9 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
+import java.util.zip.CRC32C;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
@@ -21,6 +24,12 @@ import org.jccl.spi.PeerInfo;
  * one {@code write} and arrive in one {@code read}, and no buffer view is allocated for them, so
  * small-message traffic allocates nothing after warm-up beyond the {@link P2pRequest}s themselves.
  *
+ * <p>With checksums on ({@code JCCL_CHECKSUM=1}, negotiated in the hello) every stripe carries a
+ * CRC32C trailer over its payload (see {@link TcpWire}): the sender computes it as the payload
+ * leaves, the receiver as it lands, and a mismatch fails the connection with an error naming the
+ * peer, so corrupted bytes are never returned as a result. {@link #receiveTap} lets a test corrupt
+ * received bytes on a real socket (Aeron's LossGenerator idea) to prove it.
+ *
  * <p><b>Threading:</b> {@code send}, {@code recv} and {@code progress} belong to the communicator's
  * operation thread (see {@link Connection}). {@link #close()} may come from any thread; the
  * operation thread then sees an {@code IOException} saying the connection was closed locally.
@@ -34,8 +43,23 @@ final class TcpConnection implements Connection {
     /** Bytes one lane moves per direction per {@link #progress()} call, so one busy socket cannot starve the others. */
     private static final long LANE_BUDGET = 8L << 20;
 
+    /**
+     * Test hook: sees every range of payload bytes right after it was read from a socket and before
+     * any check, and may change them, as a faulty network would. Read once per connection when it is
+     * made; null (no cost beyond a null check per read) outside tests.
+     */
+    interface ReceiveTap {
+        void received(TcpConnection connection, ByteBuffer buffer, int from, int to);
+    }
+
+    /** The tap connections made from now on use; set by tests only. */
+    static volatile ReceiveTap receiveTap;
+
     private final PeerInfo peer;
     private final int selfRank;
+    /** Stripes carry a CRC32C trailer (JCCL_CHECKSUM, as the lower rank of the pair announced it). */
+    private final boolean checksum;
+    private final ReceiveTap tap = receiveTap;
     private final String description;
     private final Lane[] lanes;
     private final int nsocks;
@@ -47,15 +71,17 @@ final class TcpConnection implements Connection {
     /** Largest view of a caller's segment; {@link #MAX_VIEW} except in tests that exercise the windowing with small messages. */
     int maxView = MAX_VIEW;
 
-    TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, SocketChannel[] sockets) {
+    TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum) {
         this.peer = peer;
         this.selfRank = selfRank;
+        this.checksum = checksum;
         this.nsocks = sockets.length;
         this.lanes = new Lane[nsocks];
         for (int i = 0; i < nsocks; i++) {
             lanes[i] = new Lane(i, sockets[i]);
         }
-        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket)" : " sockets)");
+        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C" : "")
+                + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "") + ")";
     }
 
     @Override
@@ -73,9 +99,14 @@ final class TcpConnection implements Connection {
     public java.nio.channels.SelectableChannel[] channels() {
         java.nio.channels.SelectableChannel[] chans = new java.nio.channels.SelectableChannel[nsocks];
         for (int i = 0; i < nsocks; i++) {
-            chans[i] = lanes[i].ch;
+            chans[i] = lanes[i].ch.socket();
         }
         return chans;
+    }
+
+    /** Whether stripes carry a CRC32C trailer. */
+    boolean checksummed() {
+        return checksum;
     }
 
     /** Number of sockets this connection stripes over. */
@@ -140,6 +171,7 @@ final class TcpConnection implements Connection {
         try {
             for (Lane lane : lanes) {
                 current = lane;
+                lane.ch.flush(); // TLS records a previous write could not hand to the socket
                 moved += lane.progressSend();
                 moved += lane.progressRecv();
             }
@@ -236,7 +268,7 @@ final class TcpConnection implements Connection {
      */
     private final class Lane {
         final int index;
-        final SocketChannel ch;
+        final WireChannel ch;
         final ArrayDeque<P2pRequest> sendQ = new ArrayDeque<>();
         final ArrayDeque<P2pRequest> recvQ = new ArrayDeque<>();
 
@@ -248,7 +280,10 @@ final class TcpConnection implements Connection {
         private long sendViewStart;           // stripe-relative offset where sendView begins
         private ByteBuffer sendView;          // window on the caller's segment, or null
         private final ByteBuffer sendHeader = ByteBuffer.allocateDirect(TcpWire.HEADER_BYTES);
-        private final ByteBuffer sendScratch = ByteBuffer.allocateDirect(TcpWire.HEADER_BYTES + INLINE);
+        private final ByteBuffer sendScratch = ByteBuffer.allocateDirect(TcpWire.HEADER_BYTES + INLINE + TcpWire.TRAILER_BYTES);
+        private final CRC32C sendCrc = new CRC32C();
+        /** The CRC32C trailer of a direct stripe; limit 0 until the payload is out and the value is known. */
+        private final ByteBuffer sendTrailer = ByteBuffer.allocateDirect(TcpWire.TRAILER_BYTES);
         private final MemorySegment sendScratchSeg = MemorySegment.ofBuffer(sendScratch);
         private final ByteBuffer[] gather = new ByteBuffer[2];
 
@@ -262,11 +297,15 @@ final class TcpConnection implements Connection {
         private long recvViewStart;
         private ByteBuffer recvView;
         private final ByteBuffer recvHeader = ByteBuffer.allocateDirect(TcpWire.HEADER_BYTES);
-        private final ByteBuffer recvScratch = ByteBuffer.allocateDirect(TcpWire.HEADER_BYTES + INLINE);
+        private final ByteBuffer recvScratch = ByteBuffer.allocateDirect(TcpWire.HEADER_BYTES + INLINE + TcpWire.TRAILER_BYTES);
+        private final CRC32C recvCrc = new CRC32C();
+        private final ByteBuffer recvTrailer = ByteBuffer.allocateDirect(TcpWire.TRAILER_BYTES);
+        /** The stripe's trailer has been read and matched (always true without checksums). */
+        private boolean recvTrailerChecked;
         private final MemorySegment recvScratchSeg = MemorySegment.ofBuffer(recvScratch);
         private final ByteBuffer[] scatter = new ByteBuffer[2];
 
-        Lane(int index, SocketChannel ch) {
+        Lane(int index, WireChannel ch) {
             this.index = index;
             this.ch = ch;
         }
@@ -288,7 +327,8 @@ final class TcpConnection implements Connection {
                 } else {
                     long w = writeDirect(r);
                     moved += w;
-                    if (sendHeader.hasRemaining() || sendViewStart + sendView.position() < sendLen) {
+                    if (sendHeader.hasRemaining() || sendViewStart + sendView.position() < sendLen
+                            || (checksum && (sendTrailer.limit() == 0 || sendTrailer.hasRemaining()))) {
                         break;
                     }
                 }
@@ -316,12 +356,23 @@ final class TcpConnection implements Connection {
             sendInline = sendLen <= INLINE;
             if (sendInline) {
                 // Header and payload in one buffer: one write, and no view of the caller's segment.
-                TcpWire.putHeader(sendScratch, stripe, size);
+                TcpWire.putHeader(sendScratch, stripe, size, checksum);
                 MemorySegment.copy(r.segment(), sendOff, sendScratchSeg, TcpWire.HEADER_BYTES, sendLen);
-                sendScratch.limit(TcpWire.HEADER_BYTES + (int) sendLen).position(0);
+                int end = TcpWire.HEADER_BYTES + (int) sendLen;
+                if (checksum) {
+                    sendCrc.reset();
+                    sendScratch.limit(end).position(TcpWire.HEADER_BYTES);
+                    sendCrc.update(sendScratch);
+                    sendScratch.limit(end + TcpWire.TRAILER_BYTES);
+                    sendScratch.putInt(end, (int) sendCrc.getValue());
+                    end += TcpWire.TRAILER_BYTES;
+                }
+                sendScratch.limit(end).position(0);
             } else {
-                TcpWire.putHeader(sendHeader, stripe, size);
+                TcpWire.putHeader(sendHeader, stripe, size, checksum);
                 sendHeader.clear();
+                sendCrc.reset();
+                sendTrailer.clear().limit(0);
                 sendViewStart = 0;
                 sendView = view(r.segment(), sendOff, 0, sendLen);
             }
@@ -336,7 +387,7 @@ final class TcpConnection implements Connection {
                     long next = sendViewStart + sendView.position();
                     if (next >= sendLen) {
                         if (!sendHeader.hasRemaining()) {
-                            return moved;
+                            return moved + writeTrailer();
                         }
                     } else {
                         sendViewStart = next;
@@ -356,9 +407,24 @@ final class TcpConnection implements Connection {
                     return moved;
                 }
                 moved += w;
+                if (checksum) {
+                    update(sendCrc, sendView, (int) before, sendView.position());
+                }
                 r.position += sendView.position() - before;
             }
             return moved;
+        }
+
+        /** Once a direct stripe's payload is out: writes its CRC32C trailer (no-op without checksums); returns bytes written. */
+        private long writeTrailer() throws IOException {
+            if (!checksum) {
+                return 0;
+            }
+            if (sendTrailer.limit() == 0) {
+                sendTrailer.clear();
+                sendTrailer.putInt(0, (int) sendCrc.getValue());
+            }
+            return sendTrailer.hasRemaining() ? ch.write(sendTrailer) : 0;
         }
 
         /** Reads stripes for the posted receives until the socket is drained or the budget is spent. */
@@ -370,23 +436,39 @@ final class TcpConnection implements Connection {
                     startRecv(r);
                 }
                 if (recvInline) {
+                    int before = recvScratch.position();
                     int n = ch.read(recvScratch);
                     if (n < 0) {
                         throw peerClosed(this, r, Math.max(0, recvScratch.position() - TcpWire.HEADER_BYTES), recvLen);
                     }
                     moved += n;
+                    if (tap != null && n > 0) {
+                        int from = Math.max(before, TcpWire.HEADER_BYTES);
+                        int to = Math.min(recvScratch.position(), TcpWire.HEADER_BYTES + (int) recvLen);
+                        if (from < to) {
+                            tap.received(TcpConnection.this, recvScratch, from, to);
+                        }
+                    }
                     if (!recvHeaderChecked && recvScratch.position() >= TcpWire.HEADER_BYTES) {
                         checkHeader(recvScratch, r);
                     }
                     if (recvScratch.hasRemaining()) {
                         break;
                     }
+                    if (checksum) {
+                        int end = TcpWire.HEADER_BYTES + (int) recvLen;
+                        recvCrc.reset();
+                        recvScratch.limit(end).position(TcpWire.HEADER_BYTES);
+                        recvCrc.update(recvScratch);
+                        recvScratch.limit(end + TcpWire.TRAILER_BYTES).position(end + TcpWire.TRAILER_BYTES);
+                        verify(r, recvScratch.getInt(end));
+                    }
                     MemorySegment.copy(recvScratchSeg, TcpWire.HEADER_BYTES, r.segment(), recvOff, recvLen);
                     r.position += recvLen;
                 } else {
                     long n = readDirect(r);
                     moved += n;
-                    if (!recvHeaderChecked || recvViewStart + recvView.position() < recvLen) {
+                    if (!recvHeaderChecked || recvViewStart + recvView.position() < recvLen || !recvTrailerChecked) {
                         break;
                     }
                 }
@@ -412,11 +494,14 @@ final class TcpConnection implements Connection {
             }
             recvInline = recvLen <= INLINE;
             recvHeaderChecked = false;
+            recvTrailerChecked = !checksum;
             if (recvInline) {
-                // Read exactly this stripe (header + payload): never past the expected end of the message.
-                recvScratch.limit(TcpWire.HEADER_BYTES + (int) recvLen).position(0);
+                // Read exactly this stripe (header + payload + trailer): never past the expected end of the message.
+                recvScratch.limit(TcpWire.HEADER_BYTES + (int) recvLen + (checksum ? TcpWire.TRAILER_BYTES : 0)).position(0);
             } else {
                 recvHeader.clear();
+                recvCrc.reset();
+                recvTrailer.clear();
                 recvViewStart = 0;
                 recvView = view(r.segment(), recvOff, 0, recvLen);
             }
@@ -434,7 +519,7 @@ final class TcpConnection implements Connection {
                     long next = recvViewStart + recvView.position();
                     if (next >= recvLen) {
                         if (!recvHeader.hasRemaining()) {
-                            return moved;
+                            return moved + readTrailer(r);
                         }
                     } else {
                         recvViewStart = next;
@@ -457,9 +542,47 @@ final class TcpConnection implements Connection {
                     return moved;
                 }
                 moved += n;
-                r.position += recvView.position() - before;
+                int after = recvView.position();
+                if (after > before) {
+                    if (tap != null) {
+                        tap.received(TcpConnection.this, recvView, (int) before, after);
+                    }
+                    if (checksum) {
+                        update(recvCrc, recvView, (int) before, after);
+                    }
+                }
+                r.position += after - before;
             }
             return moved;
+        }
+
+        /** Once a direct stripe's payload is in: reads and checks its CRC32C trailer; returns bytes read. */
+        private long readTrailer(P2pRequest r) throws IOException {
+            if (recvTrailerChecked) {
+                return 0;
+            }
+            int n = ch.read(recvTrailer);
+            if (n < 0) {
+                throw peerClosed(this, r, recvLen, recvLen);
+            }
+            if (!recvTrailer.hasRemaining()) {
+                verify(r, recvTrailer.getInt(0));
+                recvTrailerChecked = true;
+            }
+            return n;
+        }
+
+        /** Compares the CRC32C computed over the received payload with the one the peer sent. */
+        private void verify(P2pRequest r, int sent) throws TcpLinkException {
+            int got = (int) recvCrc.getValue();
+            if (got != sent) {
+                throw new TcpLinkException("TCP data from " + peer.describe() + " failed its CRC32C check (" + Settings.CHECKSUM.name()
+                        + "=1): stripe " + recvStripe + " of a " + r.size() + "-byte message (bytes " + recvOff + ".." + (recvOff + recvLen)
+                        + "), socket " + index + " of " + nsocks + ", rank " + selfRank + " receiving; the peer sent CRC 0x"
+                        + Integer.toHexString(sent) + ", the bytes received give 0x" + Integer.toHexString(got) + ". The data was"
+                        + " corrupted between the two processes (NIC, cable, switch, driver or memory); the operation fails instead"
+                        + " of returning it");
+            }
         }
 
         /** Checks magic, message length and stripe index of a complete header at positions 0..15 of {@code b}. */
@@ -467,24 +590,40 @@ final class TcpConnection implements Connection {
             int magic = b.getInt(0);
             int stripe = b.getInt(4);
             long length = b.getLong(8);
-            if (magic != TcpWire.MAGIC) {
+            int expect = checksum ? TcpWire.MAGIC_CHECKSUM : TcpWire.MAGIC;
+            if (magic != expect) {
                 throw new TcpLinkException("TCP stream from " + peer.describe() + " is corrupt: stripe header magic 0x"
-                        + Integer.toHexString(magic) + " where 0x" + Integer.toHexString(TcpWire.MAGIC) + " was expected (socket "
+                        + Integer.toHexString(magic) + " where 0x" + Integer.toHexString(expect) + " was expected (socket "
                         + index + " of " + nsocks + ", rank " + selfRank + " receiving); mixed jccl versions in one job, or a bug:"
-                        + " please report it with both ranks' logs");
+                        + " please report it with both ranks' logs" + transitHint());
             }
             if (length != r.size()) {
                 throw new TcpLinkException(peer.describe() + " sent " + length + " bytes where rank " + selfRank + " expected "
-                        + r.size() + ": ranks called collectives with different counts/types (or send/recv sizes differ)");
+                        + r.size() + ": ranks called collectives with different counts/types (or send/recv sizes differ)" + transitHint());
             }
             if (stripe != recvStripe) {
                 throw new TcpLinkException("TCP stream from " + peer.describe() + " is out of step: stripe " + stripe
                         + " arrived on socket " + index + " of " + nsocks + " where stripe " + recvStripe + " was expected (a "
                         + length + "-byte message, rank " + selfRank + " receiving); this is a bug: please report it with both"
-                        + " ranks' logs");
+                        + " ranks' logs" + transitHint());
             }
             recvHeaderChecked = true;
         }
+    }
+
+    /** With checksums on, a header that does not match may also have been corrupted in transit: say so. */
+    private String transitHint() {
+        return checksum ? " (or the stripe header was corrupted in transit: with " + Settings.CHECKSUM.name() + "=1 every header"
+                + " field is checked exactly)" : "";
+    }
+
+    /** Adds bytes [from, to) of {@code b} to {@code crc}, leaving the buffer's position and limit as they were. */
+    private static void update(CRC32C crc, ByteBuffer b, int from, int to) {
+        int pos = b.position();
+        int lim = b.limit();
+        b.limit(to).position(from);
+        crc.update(b);
+        b.limit(lim).position(pos);
     }
 
     /** A window of at most {@link #maxView} bytes on stripe [off, off+len) of {@code seg}, starting {@code from} bytes in. */

@@ -27,6 +27,8 @@ import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.HandshakeServer;
 import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.net.Tls;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.PeerInfo;
@@ -76,6 +78,10 @@ final class TcpEndpoint implements Endpoint {
     private final TransportContext ctx;
     private final int rank;
     private final int nsocks;
+    /** This rank's JCCL_CHECKSUM: what it announces when it connects (the lower rank of a pair decides). */
+    private final boolean checksum;
+    /** TLS on every data socket (JCCL_TLS), or null. */
+    private final Tls tls;
     private final int socketBuffer;
     private final Duration connectTimeout;
     private final ServerSocketChannel server;
@@ -99,6 +105,8 @@ final class TcpEndpoint implements Endpoint {
         this.ctx = ctx;
         this.rank = ctx.rank();
         this.nsocks = nsocks;
+        this.checksum = Settings.CHECKSUM.getBool(ctx.config());
+        this.tls = Tls.fromConfig(ctx.config());
         this.socketBuffer = socketBuffer;
         this.connectTimeout = connectTimeout;
         this.server = server;
@@ -127,6 +135,8 @@ final class TcpEndpoint implements Endpoint {
         int nsocks = Math.min(TcpWire.MAX_SOCKETS, threads * perThread);
         int socketBuffer = (int) Settings.SOCKET_BUFFER.getLong(ctx.config());
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(ctx.config());
+        Settings.CHECKSUM.getBool(ctx.config()); // a bad value fails before a port is held
+        Tls.fromConfig(ctx.config()); // and so does a broken TLS setup
         InetAddress bindAddress = Interfaces.selectAddress(ctx.config());
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
@@ -192,8 +202,22 @@ final class TcpEndpoint implements Endpoint {
         }
         PeerInfo peer = ctx.peer(peerRank);
         InetSocketAddress remote = peerAddress(peer);
-        SocketChannel[] sockets = rank < peerRank ? initiate(peer, remote) : await(peer, remote);
-        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets);
+        boolean crc;
+        WireChannel[] sockets;
+        if (rank < peerRank) {
+            sockets = initiate(peer, remote);
+            crc = checksum;
+        } else {
+            PeerSlot slot = await(peer, remote);
+            sockets = slot.taken;
+            crc = (slot.flags & TcpWire.FLAG_CHECKSUM) != 0;
+            if (crc != checksum) {
+                Log.warn(Log.Subsys.NET, rank, "rank " + rank + " has " + Settings.CHECKSUM.name() + "=" + (checksum ? 1 : 0) + " but "
+                        + peer.describe() + ", the lower rank of the pair, connected with " + (crc ? 1 : 0) + ": the pair runs "
+                        + (crc ? "with" : "without") + " CRC32C checks. Set " + Settings.CHECKSUM.name() + " alike on every rank");
+            }
+        }
+        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc);
         connections.put(peerRank, c);
         if (closed) {
             // close() ran while we connected and may have missed this connection.
@@ -220,9 +244,9 @@ final class TcpEndpoint implements Endpoint {
 
     // ------------------------------------------------------------------ lower rank: open the sockets
 
-    private SocketChannel[] initiate(PeerInfo peer, InetSocketAddress remote) throws IOException {
+    private WireChannel[] initiate(PeerInfo peer, InetSocketAddress remote) throws IOException {
         long deadline = System.nanoTime() + connectTimeout.toNanos();
-        SocketChannel[] sockets = new SocketChannel[nsocks];
+        WireChannel[] sockets = new WireChannel[nsocks];
         boolean ok = false;
         try {
             for (int i = 0; i < nsocks; i++) {
@@ -232,14 +256,14 @@ final class TcpEndpoint implements Endpoint {
             return sockets;
         } finally {
             if (!ok) {
-                for (SocketChannel ch : sockets) {
+                for (WireChannel ch : sockets) {
                     closeQuietly(ch);
                 }
             }
         }
     }
 
-    private SocketChannel openSocket(PeerInfo peer, InetSocketAddress remote, int index, long deadline) throws IOException {
+    private WireChannel openSocket(PeerInfo peer, InetSocketAddress remote, int index, long deadline) throws IOException {
         String target = peer.describe() + " at " + TcpWire.format(remote);
         long backoff = BACKOFF_START_MS;
         int attempts = 0;
@@ -275,10 +299,12 @@ final class TcpEndpoint implements Endpoint {
         }
         try {
             long left = Math.max(1000, remainingMillis(deadline));
-            Handshake.connect(ch, ctx.secret(), Handshake.Kind.DATA, TcpWire.hello(ctx.commId(), rank, index, nsocks),
+            WireChannel w = Tls.wrap(tls, ch, true, target);
+            Handshake.connect(w, ctx.secret(), Handshake.Kind.DATA,
+                    TcpWire.hello(ctx.commId(), rank, index, nsocks, checksum ? TcpWire.FLAG_CHECKSUM : 0),
                     Duration.ofMillis(left));
             ch.configureBlocking(false);
-            return ch;
+            return w;
         } catch (JcclException e) {
             closeQuietly(ch);
             String msg = "TCP connection from rank " + rank + " to " + peer.describe() + ": " + e.getMessage();
@@ -320,7 +346,8 @@ final class TcpEndpoint implements Endpoint {
 
     // ------------------------------------------------------------------ higher rank: wait for the sockets
 
-    private SocketChannel[] await(PeerInfo peer, InetSocketAddress remote) throws IOException {
+    /** Waits until all of the lower rank's sockets are in; returns its slot ({@code taken}: the sockets, {@code flags}: its hello's). */
+    private PeerSlot await(PeerInfo peer, InetSocketAddress remote) throws IOException {
         PeerSlot slot = slots.computeIfAbsent(peer.rank(), PeerSlot::new);
         long deadline = System.nanoTime() + connectTimeout.toNanos();
         synchronized (slot) {
@@ -346,16 +373,20 @@ final class TcpEndpoint implements Endpoint {
                 }
             }
             slot.claimed = true;
-            SocketChannel[] s = slot.sockets;
+            slot.taken = slot.sockets;
             slot.sockets = null;
-            return s;
+            return slot;
         }
     }
 
     /** The sockets one lower rank has delivered so far. Guarded by its own monitor. */
     private static final class PeerSlot {
         final int peer;
-        SocketChannel[] sockets;
+        WireChannel[] sockets;
+        /** The sockets handed to {@link #connect}, once claimed. */
+        WireChannel[] taken;
+        /** The hello flags of the first socket; every socket of the peer must announce the same. */
+        int flags;
         int expected = -1;
         int arrived;
         boolean claimed;
@@ -366,7 +397,7 @@ final class TcpEndpoint implements Endpoint {
         }
 
         /** Adds an authenticated socket; returns null, or why it must be dropped. */
-        synchronized String offer(int index, int n, SocketChannel ch) {
+        synchronized String offer(int index, int n, int helloFlags, WireChannel ch) {
             if (closed) {
                 return "the endpoint is closing";
             }
@@ -375,9 +406,12 @@ final class TcpEndpoint implements Endpoint {
             }
             if (expected < 0) {
                 expected = n;
-                sockets = new SocketChannel[n];
+                flags = helloFlags;
+                sockets = new WireChannel[n];
             } else if (n != expected) {
                 return "it announces " + n + " sockets where its earlier sockets announced " + expected;
+            } else if (helloFlags != flags) {
+                return "it announces flags " + helloFlags + " where its earlier sockets announced " + flags;
             }
             if (sockets[index] != null) {
                 return "socket index " + index + " of rank " + peer + " arrived twice";
@@ -393,7 +427,7 @@ final class TcpEndpoint implements Endpoint {
         synchronized void close() {
             closed = true;
             if (sockets != null) {
-                for (SocketChannel ch : sockets) {
+                for (WireChannel ch : sockets) {
                     closeQuietly(ch);
                 }
                 sockets = null;
@@ -494,7 +528,8 @@ final class TcpEndpoint implements Endpoint {
             SelectionKey key;
             try {
                 ch.configureBlocking(false);
-                hs = HandshakeServer.start(ch, ctx.secret(), Handshake.Kind.DATA, ACCEPT_HANDSHAKE_TIMEOUT);
+                hs = HandshakeServer.start(Tls.wrap(tls, ch, false, remoteOf(ch)), ctx.secret(), Handshake.Kind.DATA,
+                        ACCEPT_HANDSHAKE_TIMEOUT);
                 key = ch.register(selector, 0, hs);
             } catch (IOException e) {
                 closeQuietly(ch);
@@ -521,7 +556,7 @@ final class TcpEndpoint implements Endpoint {
                 // Leave the acceptor's selector; the channel stays non-blocking, as TcpConnection expects.
                 key.cancel();
                 pendingHandshakes--;
-                admit((SocketChannel) key.channel(), hs.hello(), hs.remote());
+                admit(hs.channel(), hs.hello(), hs.remote());
             }
             case FAILED -> drop(key, hs, r.error());
         }
@@ -534,14 +569,14 @@ final class TcpEndpoint implements Endpoint {
             key.cancel();
             pendingHandshakes--;
         }
-        closeQuietly((SocketChannel) key.channel());
+        closeQuietly(hs.channel());
         if (!closed) {
             Log.warn(Log.Subsys.NET, rank, "TCP endpoint " + TcpWire.format(local) + ": " + describeDrop(e, hs.remote()));
         }
     }
 
     /** Hands an authenticated socket to its peer's slot, or drops it with one warning. */
-    private void admit(SocketChannel ch, byte[] raw, String from) {
+    private void admit(WireChannel ch, byte[] raw, String from) {
         TcpWire.Hello hello = TcpWire.Hello.parse(raw);
         String reason;
         if (hello == null) {
@@ -554,10 +589,12 @@ final class TcpEndpoint implements Endpoint {
         } else if (hello.nsocks() < 1 || hello.nsocks() > TcpWire.MAX_SOCKETS || hello.socketIndex() < 0
                 || hello.socketIndex() >= hello.nsocks()) {
             reason = "it announces socket " + hello.socketIndex() + " of " + hello.nsocks() + " (at most " + TcpWire.MAX_SOCKETS + ")";
+        } else if ((hello.flags() & ~TcpWire.KNOWN_FLAGS) != 0) {
+            reason = "it announces unknown flags 0x" + Integer.toHexString(hello.flags()) + " (mixed jccl versions?)";
         } else {
             try {
-                configure(ch);
-                ch.configureBlocking(false);
+                configure(ch.socket());
+                ch.socket().configureBlocking(false);
             } catch (IOException e) {
                 closeQuietly(ch);
                 if (!closed) {
@@ -567,7 +604,7 @@ final class TcpEndpoint implements Endpoint {
                 return;
             }
             PeerSlot slot = slots.computeIfAbsent(hello.rank(), PeerSlot::new);
-            reason = slot.offer(hello.socketIndex(), hello.nsocks(), ch);
+            reason = slot.offer(hello.socketIndex(), hello.nsocks(), hello.flags(), ch);
             if (reason == null) {
                 if (closed) {
                     // close() may have swept the slots before this one was made: do not leave the socket parked.
@@ -597,7 +634,7 @@ final class TcpEndpoint implements Endpoint {
         }
     }
 
-    private static void closeQuietly(SocketChannel ch) {
+    private static void closeQuietly(java.nio.channels.Channel ch) {
         if (ch != null) {
             try {
                 ch.close();

@@ -22,13 +22,14 @@ import java.nio.ByteBuffer;
  *
  * <h2>Hello (inside the authenticated handshake, {@value #HELLO_BYTES} bytes)</h2>
  * <pre>
- *  +---------------+----------+-----------------+-----------+
- *  | commId[16]    | i32 rank | i32 socketIndex | i32 nsocks|
- *  +---------------+----------+-----------------+-----------+
+ *  +---------------+----------+-----------------+-----------+-----------+
+ *  | commId[16]    | i32 rank | i32 socketIndex | i32 nsocks| i32 flags |
+ *  +---------------+----------+-----------------+-----------+-----------+
+ *  flags: bit 0 = {@link #FLAG_CHECKSUM} (stripes carry a CRC32C trailer); other bits must be 0
  * </pre>
  * The lower rank of a pair opens {@code nsocks} sockets and numbers them {@code 0..nsocks-1};
- * the higher rank takes {@code nsocks} from the hellos, so both sides stripe alike even if their
- * settings differ.
+ * the higher rank takes {@code nsocks} and the flags from the hellos, so both sides stripe (and
+ * checksum) alike even if their settings differ.
  *
  * <h2>Stripe header ({@value #HEADER_BYTES} bytes, before every stripe of every message)</h2>
  * <pre>
@@ -42,6 +43,18 @@ import java.nio.ByteBuffer;
  * whose posted size differs can name both sizes; each side derives the stripe's extent from the
  * message length with {@link #stripeOffset}/{@link #stripeLength}.
  *
+ * <h2>Checksummed stripes ({@code JCCL_CHECKSUM=1}, {@link #FLAG_CHECKSUM} in the hello)</h2>
+ * <pre>
+ *  +----------+----------+--------------------------+----------------------+-------------------+
+ *  | "JCTC"   | i32      | u64 message length       | stripe payload ...   | u32 CRC32C of the |
+ *  | magic    | stripe   |                          |                      | payload           |
+ *  +----------+----------+--------------------------+----------------------+-------------------+
+ * </pre>
+ * The trailer covers the payload; the header needs none, since each of its fields has exactly one
+ * value the receiver accepts (magic, the expected stripe index, the posted length), so any flipped
+ * header bit is refused too. A connection carries either kind of stripe, never both: the distinct
+ * magic turns a disagreement into an error rather than a misread.
+ *
  * <h2>Striping</h2>
  * Message {@code k} (counted per direction from 0) of {@code size} bytes on a connection of
  * {@code n} sockets: when {@link #isSplit}{@code (size, n)} is false it goes whole, as stripe 0,
@@ -53,10 +66,18 @@ final class TcpWire {
 
     /** "JCTS": jccl TCP stripe. */
     static final int MAGIC = 0x4A435453;
+    /** "JCTC": jccl TCP stripe with a CRC32C trailer. */
+    static final int MAGIC_CHECKSUM = 0x4A435443;
     /** Bytes of a stripe header. */
     static final int HEADER_BYTES = 16;
+    /** Bytes of the CRC32C trailer of a checksummed stripe. */
+    static final int TRAILER_BYTES = 4;
     /** Bytes of a hello. */
-    static final int HELLO_BYTES = 28;
+    static final int HELLO_BYTES = 32;
+    /** Hello flag: the connection's stripes carry a CRC32C trailer. */
+    static final int FLAG_CHECKSUM = 1;
+    /** Every flag this version knows; a hello with another bit set is refused. */
+    static final int KNOWN_FLAGS = FLAG_CHECKSUM;
     /** Most sockets per peer connection (NCCL's limit too). */
     static final int MAX_SOCKETS = 64;
     /**
@@ -96,18 +117,18 @@ final class TcpWire {
     }
 
     /** Writes a stripe header at absolute positions 0..15 of {@code b}, leaving position and limit alone. */
-    static void putHeader(ByteBuffer b, int stripe, long messageLength) {
-        b.putInt(0, MAGIC);
+    static void putHeader(ByteBuffer b, int stripe, long messageLength, boolean checksum) {
+        b.putInt(0, checksum ? MAGIC_CHECKSUM : MAGIC);
         b.putInt(4, stripe);
         b.putLong(8, messageLength);
     }
 
     /** The connector's hello. */
-    static byte[] hello(byte[] commId, int rank, int socketIndex, int nsocks) {
+    static byte[] hello(byte[] commId, int rank, int socketIndex, int nsocks, int flags) {
         if (commId.length != 16) {
             throw new IllegalArgumentException("commId must be 16 bytes, got " + commId.length);
         }
-        return ByteBuffer.allocate(HELLO_BYTES).put(commId).putInt(rank).putInt(socketIndex).putInt(nsocks).array();
+        return ByteBuffer.allocate(HELLO_BYTES).put(commId).putInt(rank).putInt(socketIndex).putInt(nsocks).putInt(flags).array();
     }
 
     /**
@@ -117,8 +138,9 @@ final class TcpWire {
      * @param rank the connector's rank
      * @param socketIndex which of its sockets this is
      * @param nsocks how many sockets it opens
+     * @param flags {@link #FLAG_CHECKSUM} or 0
      */
-    record Hello(byte[] commId, int rank, int socketIndex, int nsocks) {
+    record Hello(byte[] commId, int rank, int socketIndex, int nsocks, int flags) {
 
         /** Parses a hello; null when it has the wrong length (the caller drops the connection). */
         static Hello parse(byte[] b) {
@@ -128,7 +150,7 @@ final class TcpWire {
             ByteBuffer buf = ByteBuffer.wrap(b);
             byte[] id = new byte[16];
             buf.get(id);
-            return new Hello(id, buf.getInt(), buf.getInt(), buf.getInt());
+            return new Hello(id, buf.getInt(), buf.getInt(), buf.getInt(), buf.getInt());
         }
     }
 

@@ -228,6 +228,33 @@ class TcpTransportTest {
         }
     }
 
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void checksummedStripesRoundTripOnEveryPath() throws Exception {
+        // JCCL_CHECKSUM=1 over 3 sockets: empty, inline (<= 8 KiB), direct, split over the sockets, and windowed stripes.
+        try (Cluster c = new Cluster(2, withSockets(3).with("JCCL_CHECKSUM", "1"))) {
+            for (long size : new long[] {0, 1, 8192, 8193, 300_000, (1 << 20) + 7}) {
+                exchange(c, size);
+            }
+            runRanks(2, 25_000, rank -> {
+                TcpConnection conn = (TcpConnection) c.ep[rank].connect(1 - rank);
+                assertTrue(conn.checksummed(), conn.describe());
+                assertTrue(conn.describe().endsWith("(3 sockets, CRC32C)"), conn.describe());
+                conn.maxView = 4000;
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment buf = arena.allocate((1 << 20) + 3);
+                    if (rank == 0) {
+                        fill(buf, 9);
+                        drive(20_000, conn, conn.send(buf));
+                    } else {
+                        drive(20_000, conn, conn.recv(buf));
+                        assertEquals(-1, check(buf, 9));
+                    }
+                }
+            });
+        }
+    }
+
     @ParameterizedTest(name = "nsocks={0}")
     @ValueSource(ints = {1, 4})
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
@@ -351,7 +378,7 @@ class TcpTransportTest {
             }
             // A lower rank is the initiator: fake "rank 0" hellos are fine, but a hello claiming rank 2 at rank 1 is not.
             try (SocketChannel ch = SocketChannel.open(TcpWire.decodeAddress(c.ep[1].address()))) {
-                Handshake.connect(ch, c.secret, Handshake.Kind.DATA, TcpWire.hello(c.commId, 2, 0, 1), Duration.ofSeconds(5));
+                Handshake.connect(ch, c.secret, Handshake.Kind.DATA, TcpWire.hello(c.commId, 2, 0, 1, 0), Duration.ofSeconds(5));
                 assertEquals(-1, ch.read(ByteBuffer.allocate(1)), "rank 1 drops a hello from a higher rank");
             }
             exchange(c, 64);

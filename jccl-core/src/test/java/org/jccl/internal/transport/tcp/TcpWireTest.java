@@ -38,12 +38,13 @@ class TcpWireTest {
     @Test
     void helloRoundTrip() {
         byte[] id = TcpTestSupport.random16();
-        TcpWire.Hello h = TcpWire.Hello.parse(TcpWire.hello(id, 7, 3, 4));
+        TcpWire.Hello h = TcpWire.Hello.parse(TcpWire.hello(id, 7, 3, 4, TcpWire.FLAG_CHECKSUM));
         assertArrayEquals(id, h.commId());
         assertEquals(7, h.rank());
         assertEquals(3, h.socketIndex());
         assertEquals(4, h.nsocks());
-        assertNull(TcpWire.Hello.parse(new byte[27]));
+        assertEquals(TcpWire.FLAG_CHECKSUM, h.flags());
+        assertNull(TcpWire.Hello.parse(new byte[TcpWire.HELLO_BYTES - 1]));
     }
 
     @Test

@@ -1,0 +1,121 @@
+package org.jccl.internal.topo;
+
+import java.util.List;
+import java.util.function.Supplier;
+import org.jccl.Config;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.topo.Topology.Gpu;
+import org.jccl.internal.topo.Topology.GpuDirect;
+
+/**
+ * The INIT line that ends two field stories at a glance ("only 4 of 8 HCAs carried traffic",
+ * "GPU Direct RDMA Disabled" unnoticed): for a rank, the GPU it drives, the NIC(s) it uses (from
+ * {@link NicAssignment}, the same call the RDMA transport makes) and whether GPUDirect RDMA is on —
+ * and, when it is off, why and how to turn it on. For example:
+ *
+ * <pre>
+ * rank 3 (local rank 3): GPU 3 (0000:47:00.0) -&gt; NIC mlx5_3 (PIX); GPUDirect RDMA on (nvidia-peermem loaded, nv_mem 1.1)
+ * rank 0 (local rank 0): GPU 0 (0000:07:00.0) -&gt; NIC mlx5_0 (PIX); GPUDirect RDMA off: no peer-memory module (...) ...
+ * </pre>
+ *
+ * <p>Pure functions of a {@link Topology} (tests use the fixture trees); {@link #log} discovers this
+ * host once per process, and only when INFO lines of INIT are printed.
+ */
+public final class NetInitReport {
+
+    private static volatile Topology host;
+
+    private NetInitReport() {
+    }
+
+    /**
+     * The line for {@code rank}, which is local rank {@code localRank} on its host.
+     *
+     * @param cudaVisibleDevices the process's CUDA_VISIBLE_DEVICES, null when unset
+     * @param ibHca JCCL_IB_HCA, null when unset
+     */
+    public static String line(Topology t, int rank, int localRank, String cudaVisibleDevices, String ibHca) {
+        List<Gpu> visible = CudaVisibleDevices.resolve(t, cudaVisibleDevices).visible();
+        List<NicAssignment.Choice> nics = NicAssignment.forLocalRank(t, localRank, cudaVisibleDevices, ibHca);
+        StringBuilder sb = new StringBuilder("rank ").append(rank).append(" (local rank ").append(localRank).append("): ");
+        if (visible.isEmpty()) {
+            sb.append(t.gpus().isEmpty() ? "no GPU on this host" : "no GPU visible (CUDA_VISIBLE_DEVICES=" + cudaVisibleDevices + ")");
+        } else {
+            int index = Math.floorMod(localRank, visible.size());
+            Gpu gpu = visible.get(index);
+            int physical = t.gpus().indexOf(gpu);
+            sb.append("GPU ").append(physical).append(" (").append(gpu.pci().address())
+                    .append(physical != index ? ", CUDA device " + index + " under CUDA_VISIBLE_DEVICES=" + cudaVisibleDevices : "")
+                    .append(")");
+        }
+        sb.append(" -> ");
+        if (nics.isEmpty()) {
+            sb.append("no NIC (no active RDMA port").append(ibHca == null ? "" : " allowed by JCCL_IB_HCA=" + ibHca)
+                    .append(" and no physical interface that is up)");
+        } else {
+            sb.append(nics.size() == 1 ? "NIC " : "NICs ");
+            for (int i = 0; i < nics.size(); i++) {
+                sb.append(i == 0 ? "" : ", ").append(nics.get(i));
+            }
+        }
+        if (!visible.isEmpty()) {
+            sb.append("; ").append(gpuDirect(t));
+        }
+        return sb.toString();
+    }
+
+    /** "GPUDirect RDMA on (...)" or "GPUDirect RDMA off: why; fix: how". */
+    public static String gpuDirect(Topology t) {
+        GpuDirect g = t.gpuDirect();
+        if (t.rdmaDevices().isEmpty()) {
+            return "GPUDirect RDMA off: this host has no RDMA device (/sys/class/infiniband is empty), so GPU buffers to other hosts"
+                    + " go through host memory and TCP";
+        }
+        if (g.peerMemory()) {
+            return "GPUDirect RDMA on (" + (g.nvidiaPeermem() ? "nvidia-peermem loaded" : "nv_mem peer-memory client registered")
+                    + (g.nvMemVersion().isEmpty() ? "" : ", nv_mem " + g.nvMemVersion()) + (g.nvMemNc() ? ", nv_mem_nc" : "") + ")";
+        }
+        if (g.dmaBuf()) {
+            return "GPUDirect RDMA on (dma-buf: Linux " + g.kernelRelease() + ", NVIDIA open kernel module " + g.nvidiaDriver() + ")";
+        }
+        String kernel = g.kernelRelease().isEmpty() ? "unknown" : g.kernelRelease();
+        String dma = g.kernelAtLeast(5, 12)
+                ? (g.openKernelModule() ? "driver " + g.nvidiaDriver() + " is older than 515" : "the NVIDIA kernel module is the closed one")
+                : "Linux " + kernel + " is older than 5.12";
+        return "GPUDirect RDMA off: no peer-memory module (/sys/kernel/mm/memory_peers/nv_mem/version missing, nvidia_peermem not"
+                + " loaded) and no dma-buf (" + dma + "); GPU buffers are staged through host memory. Fix: modprobe nvidia-peermem,"
+                + " or the open kernel module (driver 515+) on Linux 5.12+; `jccl doctor` checks it (gpudirect-rdma)";
+    }
+
+    /**
+     * Logs {@link #line} at INFO under INIT for this process's host; does nothing (not even discovery)
+     * when those lines are not printed. Discovery failures cost a WARN-free TRACE line, never the init.
+     */
+    public static void log(int rank, int localRank, Config config) {
+        if (!Log.enabled(Log.Level.INFO, Log.Subsys.INIT)) {
+            return;
+        }
+        log(rank, localRank, config, () -> Topologies.forHost(config));
+    }
+
+    /** {@link #log} with the topology from {@code discover} (tests). */
+    static void log(int rank, int localRank, Config config, Supplier<Topology> discover) {
+        Topology t;
+        try {
+            t = host;
+            if (t == null) {
+                t = discover.get();
+                host = t;
+            }
+            Log.info(Log.Subsys.INIT, rank, line(t, rank, localRank, System.getenv("CUDA_VISIBLE_DEVICES"), Settings.IB_HCA.getString(config)));
+        } catch (RuntimeException e) {
+            Log.trace(Log.Subsys.INIT, rank, "GPU/NIC line skipped: topology discovery failed: " + e);
+        }
+    }
+
+    /** Forgets the cached host topology (tests). */
+    static void reset() {
+        host = null;
+    }
+}
