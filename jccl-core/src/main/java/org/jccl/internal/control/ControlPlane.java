@@ -116,12 +116,29 @@ public final class ControlPlane {
     private static final class StatusClient {
         final SocketChannel ch;
         final ByteBuffer in = ByteBuffer.allocate(256);
+        /** host:port of the client, for the one line logged when its connection is dropped. */
+        final String from;
         long deadline;
         boolean authenticated;
 
         StatusClient(SocketChannel ch) {
             this.ch = ch;
+            String f;
+            try {
+                java.net.SocketAddress a = ch.getRemoteAddress();
+                f = a instanceof java.net.InetSocketAddress ia ? ia.getAddress().getHostAddress() + ":" + ia.getPort() : String.valueOf(a);
+            } catch (IOException e) {
+                f = "?";
+            }
+            this.from = f;
         }
+    }
+
+    /** Drops an unauthenticated status client with one WARN line naming it and what was wrong. */
+    private void dropStatus(StatusClient sc, String why) {
+        statusClients.remove(sc);
+        closeQuietly(sc.ch);
+        Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": status connection from " + sc.from + " dropped: " + why);
     }
 
     private static final Set<ControlPlane> LIVE = ConcurrentHashMap.newKeySet();
@@ -624,6 +641,8 @@ public final class ControlPlane {
                     answerStatus(sc, null, null);
                 } else {
                     closeQuietly(sc.ch);
+                    Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": status connection from " + sc.from
+                            + " dropped: no request within 2 s");
                 }
             }
         }
@@ -1148,6 +1167,8 @@ public final class ControlPlane {
         SocketChannel ch;
         while ((ch = statusServer.accept()) != null) {
             if (statusClients.size() >= 16) {
+                Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": status connection from " + ch.socket().getRemoteSocketAddress()
+                        + " dropped: 16 status requests are open already");
                 closeQuietly(ch);
                 continue;
             }
@@ -1162,9 +1183,18 @@ public final class ControlPlane {
     /** Reads "STATUS &lt;token&gt;\n"; a wrong token or an overlong line closes the connection. */
     private void statusRead(StatusClient sc) {
         try {
-            if (sc.ch.read(sc.in) < 0 || (!sc.in.hasRemaining() && indexOfNewline(sc.in) < 0)) {
-                statusClients.remove(sc);
-                closeQuietly(sc.ch);
+            int got = sc.ch.read(sc.in);
+            if (got < 0) {
+                if (sc.authenticated) {
+                    statusClients.remove(sc);
+                    closeQuietly(sc.ch);
+                } else {
+                    dropStatus(sc, "closed before a request (a port scan?)");
+                }
+                return;
+            }
+            if (!sc.in.hasRemaining() && indexOfNewline(sc.in) < 0) {
+                dropStatus(sc, "no request line in " + sc.in.capacity() + " bytes (not a jccl status client)");
                 return;
             }
             int nl = indexOfNewline(sc.in);
@@ -1174,9 +1204,7 @@ public final class ControlPlane {
             String line = new String(sc.in.array(), 0, nl, java.nio.charset.StandardCharsets.US_ASCII).trim();
             if (!java.security.MessageDigest.isEqual(line.getBytes(java.nio.charset.StandardCharsets.US_ASCII),
                     ("STATUS " + statusToken).getBytes(java.nio.charset.StandardCharsets.US_ASCII))) {
-                Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": status request with a wrong token dropped");
-                statusClients.remove(sc);
-                closeQuietly(sc.ch);
+                dropStatus(sc, line.startsWith("STATUS ") ? "wrong token" : "not a status request (not a jccl status client)");
                 return;
             }
             sc.authenticated = true;
@@ -1188,8 +1216,12 @@ public final class ControlPlane {
                 request(ControlWire.PURPOSE_STATUS);
             }
         } catch (IOException e) {
-            statusClients.remove(sc);
-            closeQuietly(sc.ch);
+            if (sc.authenticated) {
+                statusClients.remove(sc);
+                closeQuietly(sc.ch);
+            } else {
+                dropStatus(sc, e.toString());
+            }
         }
     }
 

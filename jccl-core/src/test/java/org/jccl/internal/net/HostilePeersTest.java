@@ -87,7 +87,8 @@ class HostilePeersTest {
     @Test
     void everyJcclPortDropsHostileConnectionsWithOneLineAndTheJobStaysCorrect() throws Exception {
         Config config = Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1")
-                .with("JCCL_SOCKET_IFNAME", "lo").with("JCCL_INIT_TIMEOUT", "120").with("JCCL_CONNECT_TIMEOUT", "60");
+                .with("JCCL_SOCKET_IFNAME", "lo").with("JCCL_INIT_TIMEOUT", "120").with("JCCL_CONNECT_TIMEOUT", "60")
+                .with("JCCL_DUMP_DIR", dir.resolve("dumps").toString());
         Set<InetSocketAddress> before = ListeningSockets.tcpListeners();
         JcclId id = JcclId.create(config);
         InetSocketAddress root = id.rootAddress();
@@ -119,6 +120,11 @@ class HostilePeersTest {
             Set<InetSocketAddress> data = new HashSet<>(ListeningSockets.tcpListeners());
             data.removeAll(before);
             data.remove(root);
+            // each rank's `jccl status` endpoint (loopback, port in its status file) is a jccl port too
+            Set<InetSocketAddress> status = statusPorts(dir.resolve("dumps"));
+            assertEquals(RANKS, status.size(), "one status endpoint per rank, found " + status);
+            assertTrue(data.containsAll(status), "the scan finds the status endpoints " + status + " among " + data);
+            data.removeAll(status);
             assertEquals(RANKS, data.size(), "one TCP data listener per rank, found " + data);
             int sockets = ListeningSockets.socketCount();
 
@@ -133,6 +139,11 @@ class HostilePeersTest {
                     for (InetSocketAddress port : data) {
                         a.addAll(common(port, Handshake.Kind.DATA));
                         a.add(foreignCommunicator(port, id.secret()));
+                    }
+                    for (InetSocketAddress port : status) {
+                        a.add(new Attack("silent status " + port, silentFrom(port), "closed before a request"));
+                        a.add(statusLine(port, junkLine(), "not a status request"));
+                        a.add(statusLine(port, "STATUS 0123456789abcdef\n", "wrong token"));
                     }
                     return a;
                 } finally {
@@ -149,7 +160,7 @@ class HostilePeersTest {
             });
             attacks.addAll(attacker.get());
             assertTrue(iterations[0] > 0, "all-reduces ran while the ports were attacked");
-            assertEquals(8 + RANKS * 7, attacks.size(), "attacks made");
+            assertEquals(8 + RANKS * 7 + RANKS * 3, attacks.size(), "attacks made");
 
             for (Attack a : attacks) {
                 awaitOneWarning(a);
@@ -200,6 +211,45 @@ class HostilePeersTest {
         a.add(withoutSecret(port));
         a.add(wrongSecret(port, kind));
         return a;
+    }
+
+    /** The status endpoints of this job's ranks, from the status files in the dump directory. */
+    private static Set<InetSocketAddress> statusPorts(Path dumps) throws IOException {
+        Set<InetSocketAddress> ports = new HashSet<>();
+        try (java.util.stream.Stream<Path> files = Files.list(dumps)) {
+            for (Path f : files.filter(x -> x.getFileName().toString().startsWith("jccl-status-")).toList()) {
+                for (String l : Files.readAllLines(f)) {
+                    if (l.startsWith("port=")) {
+                        ports.add(new InetSocketAddress("127.0.0.1", Integer.parseInt(l.substring(5))));
+                    }
+                }
+            }
+        }
+        return ports;
+    }
+
+    private static String silentFrom(InetSocketAddress port) throws IOException {
+        try (Socket s = connect(port)) {
+            return from(s);
+        }
+    }
+
+    /** Printable junk ending in a newline (a request line that is not "STATUS token"). */
+    private static String junkLine() {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < 40; i++) {
+            b.append((char) ('a' + RANDOM.nextInt(26)));
+        }
+        return b.append('\n').toString();
+    }
+
+    /** One line to a status endpoint, then waits for it to close the connection. */
+    private static Attack statusLine(InetSocketAddress port, String line, String expect) throws IOException {
+        try (Socket s = connect(port)) {
+            s.getOutputStream().write(line.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            drainUntilClosed(s);
+            return new Attack("status line " + port, from(s), expect);
+        }
     }
 
     /** A port scan: connect, then close without a byte. */
