@@ -38,4 +38,27 @@ class FlightRecorderTest {
         assertEquals(5, r.lastFinished());
         assertTrue(r.epochMs(snap.get(0).endNs()) > 1_600_000_000_000L);
     }
+
+    @Test
+    void anOperationStartsWhenIssuedOrWhenItsPredecessorFinishedWhicheverIsLater() throws InterruptedException {
+        FlightRecorder r = new FlightRecorder(8);
+        r.issued(0, "allReduce", 8, "float32", "sum", -1, "TCP");
+        r.issued(1, "allReduce", 8, "float32", "sum", -1, "TCP"); // queued behind #0
+        r.started(0);
+        Thread.sleep(20);
+        r.finished(0, true, "ring");
+        r.started(1);
+        FlightRecorder.Entry e0 = r.entry(0);
+        FlightRecorder.Entry e1 = r.entry(1);
+        assertEquals(e0.issuedNs(), e0.startNs());
+        assertEquals(e0.endNs(), e1.startNs(), "#1 waited for #0");
+        assertTrue(e1.startNs() - e1.issuedNs() >= 20_000_000L, e1.toString());
+        r.finished(1, true, "ring");
+        Thread.sleep(20);
+        r.issued(2, "barrier", 0, null, null, -1, "TCP"); // after an idle gap
+        r.started(2);
+        FlightRecorder.Entry e2 = r.entry(2);
+        assertEquals(e2.issuedNs(), e2.startNs());
+        assertTrue(e2.startNs() - r.entry(1).endNs() >= 20_000_000L, e2.toString());
+    }
 }
