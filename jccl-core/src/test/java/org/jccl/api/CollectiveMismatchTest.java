@@ -130,11 +130,17 @@ class CollectiveMismatchTest {
         }
         String mine = kind == Kind.ROOT || kind == Kind.COLLECTIVE ? "called broadcast (collective #1, 32 B float root 0)"
                 : "called allReduce (collective #1, 32 B float sum)";
-        // rank 1 sees rank 0's agreed call
+        // rank 1 sees rank 0's agreed call, unless rank 2's failure (reported on the control channel, which
+        // aborts every rank so that none waits forever) tore the communicator down before rank 0's call
+        // reached rank 1: then rank 1 fails as a consequence, and rank 2 below is the one that names the mismatch
         JcclException e1 = errors.get(1);
         assertNotNull(e1, "rank 1 called a different collective and got no error");
-        assertMismatch(e1, "rank 1: ", "rank 0 (", mine, "but rank 1 " + kind.deviantCall,
-                "differ in " + kind.difference);
+        if (e1.code() == ErrorCode.MISMATCH) {
+            assertMismatch(e1, "rank 1: ", "rank 0 (", mine, "but rank 1 " + kind.deviantCall,
+                    "differ in " + kind.difference);
+        } else {
+            assertTrue(e1.code() == ErrorCode.PEER_FAILED || e1.code() == ErrorCode.ABORTED, e1.toString());
+        }
         // rank 2 sees rank 1's deviant call
         JcclException e2 = errors.get(2);
         assertNotNull(e2, "rank 2 got no error although its predecessor rank 1 deviated");

@@ -237,6 +237,10 @@ public final class ControlPlane {
         try {
             return new ControlPlane(p, listener);
         } catch (IOException e) {
+            if (org.jccl.internal.runtime.ResourceLimits.outOfFileDescriptors(e)) {
+                throw new org.jccl.ResourceException("rank " + p.rank() + ": control channel of communicator " + p.idShort()
+                        + " could not be set up: " + e.getMessage() + "; " + org.jccl.internal.runtime.ResourceLimits.openFilesAdvice(), e);
+            }
             throw new PeerFailedException(p.rank() == 0 ? -1 : 0, "rank " + p.rank() + ": control channel of communicator " + p.idShort()
                     + " could not be set up: " + e.getMessage(), e);
         } finally {

@@ -338,7 +338,7 @@ public final class CommunicatorFactory {
                 + ", bootstrap at " + rootAddress);
         BootstrapRoot root = null;
         if (childRank == 0) {
-            root = BootstrapRoot.start(rootAddress, secret, config);
+            root = startShrinkRoot(rootAddress, secret, config);
         }
         JcclId id = JcclId.of(rootAddress, secret);
         try {
@@ -356,6 +356,30 @@ public final class CommunicatorFactory {
      * may reach the lowest survivor's former TCP endpoint before that rank has closed it and opened
      * the root there (the handshake then names the wrong kind of port).
      */
+    /**
+     * The new bootstrap root on the port of this rank's old TCP endpoint: that endpoint's listener is
+     * closed by the abort of the old communicator, which may finish a moment later on its operation
+     * thread, so "address in use" is retried for up to 10 s before it is reported.
+     */
+    private static BootstrapRoot startShrinkRoot(InetSocketAddress rootAddress, byte[] secret, Config config) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            try {
+                return BootstrapRoot.start(rootAddress, secret, config);
+            } catch (org.jccl.ResourceException e) {
+                if (System.nanoTime() > deadline || e.getMessage() == null || !e.getMessage().contains("already in use")) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
+    }
+
     private static PeerInfo[] rendezvousRetrying(JcclId id, int rank, int size, PeerInfo self, Config config) {
         long deadline = System.nanoTime() + Settings.INIT_TIMEOUT.getDuration(config).toNanos();
         long backoff = 20;

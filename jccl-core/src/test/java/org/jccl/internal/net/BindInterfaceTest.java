@@ -3,6 +3,7 @@ package org.jccl.internal.net;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.net.ConnectException;
@@ -48,7 +49,8 @@ class BindInterfaceTest {
         String name = nic.get().name();
         InetAddress address = nic.get().addresses().stream().filter(a -> a instanceof Inet4Address).findFirst().orElseThrow();
         Config config = Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1")
-                .with("JCCL_SOCKET_IFNAME", name).with("JCCL_SOCKET_FAMILY", "AF_INET").with("JCCL_INIT_TIMEOUT", "30");
+                .with("JCCL_SOCKET_IFNAME", name).with("JCCL_SOCKET_FAMILY", "AF_INET").with("JCCL_INIT_TIMEOUT", "30")
+                .with("JCCL_DUMP_DIR", java.nio.file.Files.createTempDirectory("jccl-bind").toString());
 
         Set<InetSocketAddress> before = ListeningSockets.tcpListeners();
         JcclId id = JcclId.create(config);
@@ -68,6 +70,20 @@ class BindInterfaceTest {
             Set<InetSocketAddress> data = new HashSet<>(ListeningSockets.tcpListeners());
             data.removeAll(before);
             data.removeAll(rootOnly);
+            // `jccl status` endpoints are loopback-only by design (asked from the same host); every other listener is on the NIC
+            Set<InetSocketAddress> status = new HashSet<>();
+            try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.list(java.nio.file.Path.of(config.raw("JCCL_DUMP_DIR")))) {
+                for (java.nio.file.Path f : files.filter(x -> x.getFileName().toString().startsWith("jccl-status-")).toList()) {
+                    for (String l : java.nio.file.Files.readAllLines(f)) {
+                        if (l.startsWith("port=")) {
+                            status.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(l.substring(5))));
+                        }
+                    }
+                }
+            }
+            assertEquals(2, status.size(), "one status endpoint per rank: " + status);
+            assertTrue(data.containsAll(status), "status endpoints " + status + " listen on loopback: " + data);
+            data.removeAll(status);
             assertEquals(2, data.size(), "one data listener per rank: " + data);
             for (InetSocketAddress l : data) {
                 assertFalse(l.getAddress().isAnyLocalAddress(), "a wildcard listener: " + l);

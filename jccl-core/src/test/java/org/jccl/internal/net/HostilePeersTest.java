@@ -322,7 +322,7 @@ class HostilePeersTest {
 
     /** The real client with a wrong secret. */
     private static Attack wrongSecret(InetSocketAddress port, Handshake.Kind kind) throws IOException {
-        try (SocketChannel ch = SocketChannel.open(port)) {
+        try (SocketChannel ch = openChannel(port)) {
             String from = from(ch.socket());
             byte[] wrong = new byte[16];
             RANDOM.nextBytes(wrong);
@@ -338,7 +338,7 @@ class HostilePeersTest {
 
     /** Knows the secret, then sends a registration frame header claiming {@code length} bytes and {@code send} body bytes. */
     private static Attack rootFrame(InetSocketAddress root, byte[] secret, int length, int send, String expect) throws IOException {
-        try (SocketChannel ch = SocketChannel.open(root)) {
+        try (SocketChannel ch = openChannel(root)) {
             String from = from(ch.socket());
             byte[] hello = java.nio.ByteBuffer.allocate(8).putInt(0).putInt(RANKS).array();
             Handshake.connect(ch, secret, Handshake.Kind.BOOTSTRAP, hello, Duration.ofSeconds(10));
@@ -354,7 +354,7 @@ class HostilePeersTest {
 
     /** Knows the secret, but its data hello names a communicator that is not this job's. */
     private static Attack foreignCommunicator(InetSocketAddress port, byte[] secret) throws IOException {
-        try (SocketChannel ch = SocketChannel.open(port)) {
+        try (SocketChannel ch = openChannel(port)) {
             String from = from(ch.socket());
             byte[] hello = java.nio.ByteBuffer.allocate(32).put(new byte[16]).putInt(0).putInt(0).putInt(1).putInt(0).array();
             Handshake.connect(ch, secret, Handshake.Kind.DATA, hello, Duration.ofSeconds(10));
@@ -363,8 +363,30 @@ class HostilePeersTest {
         }
     }
 
+    /**
+     * A distinct loopback source address per hostile connection (127.0.0.2, .3, ...): the warnings are
+     * matched by the client's address, and an ephemeral port may come back for a later connection.
+     */
+    private static final java.util.concurrent.atomic.AtomicInteger SOURCE = new java.util.concurrent.atomic.AtomicInteger(1);
+
+    private static InetSocketAddress nextSource() throws IOException {
+        int k = SOURCE.incrementAndGet();
+        if (k > 254) {
+            throw new IllegalStateException("more hostile connections than distinct loopback sources");
+        }
+        return new InetSocketAddress(java.net.InetAddress.getByAddress(new byte[] {127, 0, 0, (byte) k}), 0);
+    }
+
+    private static SocketChannel openChannel(InetSocketAddress port) throws IOException {
+        SocketChannel ch = SocketChannel.open();
+        ch.bind(nextSource());
+        ch.connect(port);
+        return ch;
+    }
+
     private static Socket connect(InetSocketAddress port) throws IOException {
         Socket s = new Socket();
+        s.bind(nextSource());
         s.connect(port, 10_000);
         s.setSoTimeout(30_000);
         return s;
