@@ -240,7 +240,5 @@ public interface Communicator extends AutoCloseable {
      *
      * @throws IllegalArgumentException when a rank is out of range, listed twice, or is this rank
      */
-    default Communicator shrink(int... excludedRanks) {
-        throw new UnsupportedOperationException(getClass().getSimpleName() + " does not support shrink()");
-    }
+    Communicator shrink(int... excludedRanks);
 }

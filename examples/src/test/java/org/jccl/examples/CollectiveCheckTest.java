@@ -273,6 +273,11 @@ class CollectiveCheckTest {
         }
 
         @Override
+        public Communicator shrink(int... excludedRanks) {
+            return inner.shrink(excludedRanks);
+        }
+
+        @Override
         public void abort() {
             inner.abort();
         }

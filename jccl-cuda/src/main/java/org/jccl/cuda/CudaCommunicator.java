@@ -630,12 +630,11 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     }
                 }
             }
+            // every pull was waited for by the reduce kernel that read it; only the pushes remain
             for (int q = 0; q < size; q++) {
                 if (q != rank) {
                     CudaDriver.eventRecord(l.pushed[q], l.push[q]);
                     CudaDriver.streamWaitEvent(main, l.pushed[q]);
-                    CudaDriver.eventRecord(l.pulled[0][q], l.pull[q]);
-                    CudaDriver.streamWaitEvent(main, l.pulled[0][q]);
                 }
             }
             barrierKernel(KernelArgs.MODE_END, main, what + " copy-engine end");

@@ -320,6 +320,11 @@ final class FakeCluster {
         }
 
         @Override
+        public Communicator shrink(int... excludedRanks) {
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
+        }
+
+        @Override
         public void abort() {
         }
 
