@@ -43,11 +43,11 @@ for coll in $COLLS; do
             echo "### $coll $t backend=$b ${v} NGPUS=$NGPUS" | tee -a "$f"
             cmd="$PERF $coll -g $NGPUS -d $t -b $MINB -e $MAXB -f $FACTOR -w 5 -n 20 -c 1 --backend $b"
             echo "# ${v:+$v }$cmd" >>"$f"
-            env $v timeout 150 $cmd >>"$f" 2>&1; echo "# exit $?" >>"$f"
+            env ${v//;/ } timeout 150 $cmd >>"$f" 2>&1; echo "# exit $?" >>"$f"
             if [ -n "$BIGB" ]; then
                 cmd="$PERF $coll -g $NGPUS -d $t -b 4G -e $BIGB -f 2 -w 2 -n 5 -c 0 --backend $b"
                 echo "# ${v:+$v }$cmd" >>"$f"
-                env $v timeout 120 $cmd 2>&1 | grep -E '^ +[0-9]' >>"$f"; echo "# exit $?" >>"$f"
+                env ${v//;/ } timeout 120 $cmd 2>&1 | grep -E '^ +[0-9]' >>"$f"; echo "# exit $?" >>"$f"
             fi
         done
     done

@@ -32,6 +32,9 @@
 #define SIG_DONE (SIG_READY + JCCL_MAX_RANKS)                 // [sender rank], stored at the receiver
 #define SIG_COUNTER (SIG_DONE + JCCL_MAX_RANKS)               // local: p2p blocks finished
 #define SIG_PIPE 4352                                         // [block]: broadcast rounds, stored by the root
+#define SIG_CE 6144                                           // copy-engine pipelines' flags (set and read by jccl_flags only):
+                                                              // [6144 + 8 lane + src] arrived (lanes 0-3), [6176 + src] slot
+                                                              // freed, [6184 + src] done
 
 // Args.mode bits
 #define MODE_START 1      // start barrier
@@ -112,6 +115,25 @@ struct PushArgs {
     int32_t vec;
 };
 
+// Flags of the copy-engine pipelines: a one-block kernel queued between copies on a stream. It
+// stores setValue into every setAddr (after a system fence, so the copies queued before it on the
+// stream are visible first) and then waits until every *waitAddr >= waitValue, so the work queued
+// after it starts only then. A failed communicator (status set) stores nothing: peers waiting for
+// it time out or abort instead of reading unfinished data.
+struct FlagArgs {
+    uint64_t setAddr[JCCL_MAX_RANKS];
+    uint64_t waitAddr[JCCL_MAX_RANKS];
+    uint64_t waitValue[JCCL_MAX_RANKS];
+    uint64_t setValue;
+    uint64_t abortFlag;
+    uint64_t status;
+    uint64_t timeoutNs;
+    uint64_t epoch;
+    int32_t waitPeer[JCCL_MAX_RANKS];
+    int32_t nset;
+    int32_t nwait;
+};
+
 struct P2pArgs {
     uint64_t sendSrc[JCCL_MAX_RANKS];
     uint64_t sendDst[JCCL_MAX_RANKS];
@@ -140,6 +162,9 @@ static_assert(offsetof(OneShotArgs, signal) == 144 && offsetof(OneShotArgs, coun
 static_assert(sizeof(OneShotArgs) == 264, "OneShotArgs size");
 static_assert(offsetof(PushArgs, signal) == 208 && offsetof(PushArgs, count) == 288 && offsetof(PushArgs, rank) == 320, "PushArgs layout");
 static_assert(sizeof(PushArgs) == 336, "PushArgs size");
+static_assert(offsetof(FlagArgs, setValue) == 192 && offsetof(FlagArgs, waitPeer) == 232 && offsetof(FlagArgs, nwait) == 268,
+              "FlagArgs layout");
+static_assert(sizeof(FlagArgs) == 272, "FlagArgs size");
 static_assert(offsetof(P2pArgs, signal) == 320 && offsetof(P2pArgs, blocksBase) == 408, "P2pArgs layout");
 static_assert(offsetof(P2pArgs, sendPeer) == 416 && offsetof(P2pArgs, recvPeer) == 448, "P2pArgs layout");
 static_assert(offsetof(P2pArgs, nsend) == 480 && offsetof(P2pArgs, vec) == 492 && sizeof(P2pArgs) == 496, "P2pArgs layout");
@@ -678,6 +703,20 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
     }
     if (a.mode & MODE_END) {
         block_barrier(a, SIG_END, true);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// flags: see struct FlagArgs. Launched with one block of 32 threads.
+
+extern "C" __global__ void __launch_bounds__(512) jccl_flags(FlagArgs a) {
+    const int t = threadIdx.x;
+    if (t < a.nset && ld_volatile_sys((const uint64_t*)a.status) == 0) {
+        __threadfence_system();
+        st_release_sys((uint64_t*)a.setAddr[t], a.setValue);
+    }
+    if (t < a.nwait) {
+        wait_geq((const uint64_t*)a.waitAddr[t], a.waitValue[t], a.abortFlag, a.status, a.timeoutNs, a.epoch, a.waitPeer[t]);
     }
 }
 

@@ -74,12 +74,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final KernelArgs p2pArgs;
     private final KernelArgs oneShotArgs;
     private final KernelArgs pushArgs;
+    private final KernelArgs flags;
     private final long pushSlot;
     private final String allReduceAlgo;
     private final String broadcastAlgo;
     private final String allToAllAlgo;
     private final String reduceScatterAlgo;
     private final long ceChunk;
+    private final int ceLanes;
     /** Copy-engine streams, events and scratch, created by the first copy-engine operation. */
     private CeLanes ce;
     private final int maxBlocks;
@@ -140,9 +142,13 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial", "ce");
         this.reduceScatterAlgo = choice(Settings.CUDA_REDUCE_SCATTER, config, "auto", "load", "ce");
         this.ceChunk = Settings.CUDA_CE_CHUNK.getLong(config) / 256 * 256;
-        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread");
+        this.ceLanes = Settings.CUDA_CE_LANES.getInt(config);
+        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread", "ce");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
+        this.flags = KernelArgs.flags(arena);
+        flags.clear();
+        flags.flagCommon(abortDev, statusDev, timeoutNs);
         pushArgs.clear();
         pushArgs.pushCommon(abortDev, statusDev, timeoutNs, rank, size);
         this.oneShotArgs = KernelArgs.oneShot(arena);
@@ -551,18 +557,24 @@ public final class CudaCommunicator implements DeviceCommunicator {
     }
 
     /**
-     * Copy-engine reduce-scatter (and all-reduce = reduce-scatter + all-gather), for large messages.
-     * Rank r owns one range of the elements (all-reduce: slice r of the buffer; reduce-scatter: block
-     * r of the input) and walks it in pieces of JCCL_CUDA_CE_CHUNK bytes: its copy engines pull the
-     * piece from every peer's input into a local scratch slot (one stream per peer), a kernel reduces
-     * the slots and its own input in rank order into its output, and (all-reduce) the copy engines
-     * push the result into every peer's output (one stream per peer). Pulls of the next pieces, the
-     * reduction of this one and the pushes of the previous ones overlap; four slots per peer rotate,
-     * a slot being refilled only after the kernel that read it. Only two cross-GPU synchronisations
-     * per operation: a start barrier (every input is ready and every output free) and an end barrier
-     * after the last push (every output complete, no peer still reading this rank's input); both are
-     * one-block kernels that poll the abort word and the deadline. All other ordering is local
-     * (events between this GPU's streams).
+     * Copy-engine reduce-scatter (and all-reduce = reduce-scatter + all-gather), for large messages;
+     * every byte crosses NVLink as a copy-engine write (copy engines write to peers faster than SMs
+     * store, and far faster than they read from peers: docs/PERFORMANCE.md). Rank r owns one range of
+     * the elements (all-reduce: slice r of the buffer; reduce-scatter: block r of the input), cut in
+     * pieces of at most JCCL_CUDA_CE_CHUNK bytes. For each peer q, JCCL_CUDA_CE_LANES streams of r
+     * (consecutive pieces alternate between them, so copies overlap the flag kernels in between) copy
+     * the pieces of q's range from r's input into q's push scratch (CE_SLOTS rotating slots per
+     * source) and, after each piece, a one-block flags kernel raises q's "arrived from r on this
+     * lane" word. On r's own stream,
+     * for each piece of its range, a flags kernel waits until every peer's piece arrived (and tells
+     * every peer that the slot of the piece before is free again), a kernel reduces the slots and
+     * r's input in rank order into r's output, and (all-reduce) the lanes of each peer copy the
+     * reduced piece into that peer's output. A sender waits for "slot free" before it refills a slot.
+     * The end: every rank raises "done" at every peer after its last copy and waits for everyone's
+     * "done", so its output is complete and no slot of the next operation is still being read.
+     * No start barrier: a peer's output and slots are written only after that peer's own stream
+     * reached this operation (its "arrived" words come from streams that waited for it). Every wait
+     * is a kernel that polls the abort word and the deadline.
      *
      * @param count all-reduce: elements of the buffer; reduce-scatter: elements of each rank's block
      */
@@ -570,143 +582,176 @@ public final class CudaCommunicator implements DeviceCommunicator {
                           boolean gather) {
         int es = t.size();
         long per = 16 / es;
-        long lo;
-        long hi;
-        if (gather) {
-            long slice = roundUp(ceilDiv(count, size), per);
-            lo = Math.min(rank * slice, count);
-            hi = Math.min(lo + slice, count);
-        } else {
-            lo = rank * count;
-            hi = lo + count;
+        long slice = gather ? roundUp(ceilDiv(count, size), per) : count;
+        long[] lo = new long[size];
+        long[] hi = new long[size];
+        for (int q = 0; q < size; q++) {
+            lo[q] = Math.min(q * slice, gather ? count : q * count);
+            hi[q] = gather ? Math.min(lo[q] + slice, count) : lo[q] + count;
         }
-        long pieceElems = Math.max(per, ceChunk / es / per * per);
+        long slotBytes = pushSlot / CE_SLOTS / 256 * 256;
+        long pieceElems = Math.max(per, Math.min(ceChunk, slotBytes) / es / per * per);
+        int[] pieces = new int[size];
+        int most = 0;
+        for (int q = 0; q < size; q++) {
+            pieces[q] = (int) ceilDiv(hi[q] - lo[q], pieceElems);
+            most = Math.max(most, pieces[q]);
+        }
+        final int mostPieces = most;
         MemorySegment fn = kernels.reduce(t, op);
         submitCollective(what, send.address(), recv.address(), stream, peers -> {
             CeLanes l = lanes();
+            long e = currentEpoch;
             MemorySegment main = stream.handle();
-            barrierKernel(KernelArgs.MODE_START, main, what + " copy-engine start");
             CudaDriver.eventRecord(l.start, main);
             for (int q = 0; q < size; q++) {
-                if (q != rank) {
-                    CudaDriver.streamWaitEvent(l.pull[q], l.start);
-                    CudaDriver.streamWaitEvent(l.push[q], l.start);
+                for (int j = 0; j < ceLanes && q != rank; j++) {
+                    CudaDriver.streamWaitEvent(l.pull[j][q], l.start);
+                    CudaDriver.streamWaitEvent(l.push[j][q], l.start);
                 }
             }
             // output offset of input element i: all-reduce the same place, reduce-scatter block-relative
-            long outShift = gather ? 0 : lo;
-            int k = 0;
-            for (long p = lo; p < hi; p += pieceElems, k++) {
-                long len = Math.min(pieceElems, hi - p);
-                int slot = k % CeLanes.SLOTS;
-                boolean vec = true;
-                args.clear0();
+            long outShift = gather ? 0 : lo[rank];
+            for (int k = 0; k < mostPieces; k++) {
+                // phase 1: piece k of every peer's range into that peer's slot for me, on lane k % lanes
                 for (int q = 0; q < size; q++) {
-                    long src;
-                    if (q == rank) {
-                        src = send.address() + p * es;
-                    } else {
-                        src = l.slot(slot, q);
-                        if (k >= CeLanes.SLOTS) {
-                            CudaDriver.streamWaitEvent(l.pull[q], l.reduced[slot]); // the kernel that read this slot is done
+                    if (q == rank || k >= pieces[q]) {
+                        continue;
+                    }
+                    int lane = k % ceLanes;
+                    long p = lo[q] + k * pieceElems;
+                    long len = Math.min(pieceElems, hi[q] - p);
+                    CudaDriver.memcpyDtoDAsync(ceSlot(peerSignal[q], rank, k, slotBytes), send.address() + p * es, len * es,
+                            l.pull[lane][q]);
+                    // raise "arrived"; before this lane's next piece, wait until q freed the slot it refills
+                    flags.flagReset(e);
+                    flags.flagSet(peerSignal[q] + 8L * (SIG_CE_ARRIVED + MAX_RANKS * lane + rank), ceTag(e, k));
+                    int next = k + ceLanes;
+                    if (next < pieces[q] && next >= CE_SLOTS) {
+                        flags.flagWait(signal + 8L * (SIG_CE_FREED + q), ceTag(e, next - CE_SLOTS), q);
+                    }
+                    launchFlags(l.pull[lane][q], what + " copy-engine arrived");
+                }
+                if (k >= pieces[rank]) {
+                    continue;
+                }
+                // my piece k: wait until every peer's piece arrived, free the slots of piece k - 1, reduce
+                flags.flagReset(e);
+                args.clear0();
+                long p = lo[rank] + k * pieceElems;
+                long len = Math.min(pieceElems, hi[rank] - p);
+                boolean vec = true;
+                for (int q = 0; q < size; q++) {
+                    long src = q == rank ? send.address() + p * es : ceSlot(signal, q, k, slotBytes);
+                    if (q != rank) {
+                        flags.flagWait(signal + 8L * (SIG_CE_ARRIVED + MAX_RANKS * (k % ceLanes) + q), ceTag(e, k), q);
+                        if (k > 0) {
+                            flags.flagSet(peerSignal[q] + 8L * (SIG_CE_FREED + rank), ceTag(e, k - 1));
                         }
-                        CudaDriver.memcpyDtoDAsync(src, in(peers, q) + p * es, len * es, l.pull[q]);
-                        CudaDriver.eventRecord(l.pulled[slot][q], l.pull[q]);
-                        CudaDriver.streamWaitEvent(main, l.pulled[slot][q]);
                     }
                     args.src(q, src);
                     vec &= src % 16 == 0;
                 }
+                launchFlags(main, what + " copy-engine wait");
                 long dst = recv.address() + (p - outShift) * es;
                 args.dst(0, dst);
                 vec &= dst % 16 == 0;
                 launchReduce(fn, len, size, 1, vec ? KernelArgs.MODE_VEC : 0, t.bytes(len), stream, what + " copy-engine reduce");
-                CudaDriver.eventRecord(l.reduced[slot], main);
                 if (gather) {
+                    CudaDriver.eventRecord(l.reduced, main);
                     for (int j = 1; j < size; j++) {
                         int q = (rank + j) % size;
-                        CudaDriver.streamWaitEvent(l.push[q], l.reduced[slot]);
-                        CudaDriver.memcpyDtoDAsync(out(peers, q) + p * es, dst, len * es, l.push[q]);
+                        MemorySegment lane = l.push[k % ceLanes][q];
+                        CudaDriver.streamWaitEvent(lane, l.reduced);
+                        CudaDriver.memcpyDtoDAsync(out(peers, q) + p * es, dst, len * es, lane);
                     }
                 }
             }
-            // every pull was waited for by the reduce kernel that read it; only the pushes remain
+            // every copy of mine has landed: raise "done" at every peer, wait for every peer's
             for (int q = 0; q < size; q++) {
-                if (q != rank) {
-                    CudaDriver.eventRecord(l.pushed[q], l.push[q]);
-                    CudaDriver.streamWaitEvent(main, l.pushed[q]);
+                for (int j = 0; j < ceLanes && q != rank; j++) {
+                    CudaDriver.eventRecord(l.pushed[j][q], l.push[j][q]);
+                    CudaDriver.streamWaitEvent(main, l.pushed[j][q]);
+                    CudaDriver.eventRecord(l.pulled[j][q], l.pull[j][q]);
+                    CudaDriver.streamWaitEvent(main, l.pulled[j][q]);
                 }
             }
-            barrierKernel(KernelArgs.MODE_END, main, what + " copy-engine end");
+            flags.flagReset(e);
+            for (int q = 0; q < size; q++) {
+                if (q != rank) {
+                    flags.flagSet(peerSignal[q] + 8L * (SIG_CE_DONE + rank), e);
+                    flags.flagWait(signal + 8L * (SIG_CE_DONE + q), e, q);
+                }
+            }
+            launchFlags(main, what + " copy-engine done");
         });
     }
 
-    /** A one-block kernel that is only a start or an end barrier among the ranks (epoch: the current operation's). */
-    private void barrierKernel(int mode, MemorySegment stream, String what) {
-        args.clear0();
-        args.op(0, currentEpoch, 1, 0, mode, size);
-        CudaDriver.launchKernel(kernels.copy, 1, Kernels.THREADS, 0, stream, args.params(), what);
+    /** Slots of the copy-engine pipelines in each source's push scratch area. */
+    private static final int CE_SLOTS = 4;
+    /** Words of the signal area for the copy-engine pipelines (jccl_kernels.cu, SIG_CE): [src rank] each. */
+    private static final int SIG_CE_ARRIVED = 6144;  // [lane][src rank]
+    private static final int SIG_CE_FREED = 6176;
+    private static final int SIG_CE_DONE = 6184;
+
+    /** Flag value for piece {@code k} of operation {@code e}: grows with both, so waits are ">=". */
+    private static long ceTag(long e, int k) {
+        return (e << 24) | (k + 1L);
     }
 
-    /** Side streams, events and scratch of the copy-engine operations of this communicator. */
-    private final class CeLanes {
-        static final int SLOTS = 4;
-        final MemorySegment[] pull = new MemorySegment[size];
-        final MemorySegment[] push = new MemorySegment[size];
-        final MemorySegment start = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
-        final MemorySegment[][] pulled = new MemorySegment[SLOTS][size];
-        final MemorySegment[] reduced = new MemorySegment[SLOTS];
-        final MemorySegment[] pushed = new MemorySegment[size];
-        final long pieceBytes;
-        final long scratch;
+    /** The slot of piece {@code k} from {@code src} in the push scratch of the area at {@code area}. */
+    private long ceSlot(long area, int src, int k, long slotBytes) {
+        return pushScratch(area, src) + (k % CE_SLOTS) * slotBytes;
+    }
 
-        CeLanes(long pieceBytes) {
-            this.pieceBytes = pieceBytes;
-            for (int q = 0; q < size; q++) {
-                if (q != rank) {
-                    pull[q] = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
-                    push[q] = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
-                    pushed[q] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
-                    for (int s = 0; s < SLOTS; s++) {
-                        pulled[s][q] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+    private void launchFlags(MemorySegment stream, String what) {
+        CudaDriver.launchKernel(kernels.flags, 1, 32, 0, stream, flags.params(), what);
+    }
+
+    /** Side streams (JCCL_CUDA_CE_LANES per peer and direction) and events of the copy-engine operations. */
+    private final class CeLanes {
+        final MemorySegment[][] pull = new MemorySegment[ceLanes][size];
+        final MemorySegment[][] push = new MemorySegment[ceLanes][size];
+        final MemorySegment[][] pulled = new MemorySegment[ceLanes][size];
+        final MemorySegment[][] pushed = new MemorySegment[ceLanes][size];
+        final MemorySegment start = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+        final MemorySegment reduced = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+
+        CeLanes() {
+            for (int j = 0; j < ceLanes; j++) {
+                for (int q = 0; q < size; q++) {
+                    if (q != rank) {
+                        pull[j][q] = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
+                        push[j][q] = CudaDriver.streamCreate(CudaDriver.STREAM_NON_BLOCKING);
+                        pulled[j][q] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
+                        pushed[j][q] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
                     }
                 }
             }
-            for (int s = 0; s < SLOTS; s++) {
-                reduced[s] = CudaDriver.eventCreate(CudaDriver.EVENT_DISABLE_TIMING);
-            }
-            this.scratch = CudaDriver.memAlloc((long) SLOTS * size * pieceBytes);
-            Log.info(Log.Subsys.ALLOC, rank, name + ": copy-engine lanes: " + 2 * (size - 1) + " streams, "
-                    + (SLOTS * size * pieceBytes >> 20) + " MiB of scratch (" + SLOTS + " slots x " + (pieceBytes >> 20)
-                    + " MiB per peer, JCCL_CUDA_CE_CHUNK)");
-        }
-
-        long slot(int s, int q) {
-            return scratch + ((long) s * size + q) * pieceBytes;
+            Log.info(Log.Subsys.ALLOC, rank, name + ": copy-engine lanes: " + 2 * ceLanes * (size - 1) + " streams; pieces of at"
+                    + " most " + (Math.min(ceChunk, pushSlot / CE_SLOTS) >> 10) + " KiB through " + CE_SLOTS + " slots of each"
+                    + " source's push scratch (JCCL_CUDA_CE_CHUNK, JCCL_CUDA_PUSH_SLOT, JCCL_CUDA_CE_LANES)");
         }
 
         void close() {
-            for (int q = 0; q < size; q++) {
-                if (q != rank) {
-                    CudaDriver.streamDestroy(pull[q]);
-                    CudaDriver.streamDestroy(push[q]);
-                    CudaDriver.eventDestroy(pushed[q]);
-                    for (int s = 0; s < SLOTS; s++) {
-                        CudaDriver.eventDestroy(pulled[s][q]);
+            for (int j = 0; j < ceLanes; j++) {
+                for (int q = 0; q < size; q++) {
+                    if (q != rank) {
+                        CudaDriver.streamDestroy(pull[j][q]);
+                        CudaDriver.streamDestroy(push[j][q]);
+                        CudaDriver.eventDestroy(pulled[j][q]);
+                        CudaDriver.eventDestroy(pushed[j][q]);
                     }
                 }
             }
-            for (int s = 0; s < SLOTS; s++) {
-                CudaDriver.eventDestroy(reduced[s]);
-            }
+            CudaDriver.eventDestroy(reduced);
             CudaDriver.eventDestroy(start);
-            CudaDriver.memFree(scratch);
         }
     }
 
     private CeLanes lanes() {
         if (ce == null) {
-            ce = new CeLanes(roundUp(ceChunk, 256));
+            ce = new CeLanes();
         }
         return ce;
     }
@@ -818,6 +863,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
             algo = "spread";
         }
         String how = algo;
+        if (how.equals("ce")) {
+            ceBroadcast(send, recv, root, stream, total);
+            return;
+        }
         submitCollective("broadcast", in, recv.address(), stream, peers -> {
             args.clear0();
             boolean aligned = in(peers, root) % 16 == 0;
@@ -887,6 +936,79 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 }
             }
             launchCopy(hi - lo, 1, nd, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast pull");
+        });
+    }
+
+    /**
+     * Copy-engine chain broadcast: root -> root+1 -> ... -> root-1, every GPU's copy engines writing
+     * to its successor only, in pieces (JCCL_CUDA_CE_LANES streams alternating, so one piece's copy
+     * overlaps the flag kernel between the next two). A piece is forwarded as soon as it arrived;
+     * each rank first tells its predecessor "ready" (its stream reached this operation, so its
+     * output is free), and the predecessor's lanes wait for that before their first copy. The last
+     * rank's lanes only wait for the pieces. No slots: pieces land straight in the outputs.
+     */
+    private void ceBroadcast(DeviceBuffer send, DeviceBuffer recv, int root, CudaStream stream, long total) {
+        long in = rank == root ? send.address() : 0;
+        long piece = Math.min(Math.max(ceChunk, 256), Math.max(1L << 20, roundUp(ceilDiv(total, 32), 256)));
+        int pieces = (int) ceilDiv(total, piece);
+        int pos = (rank - root + size) % size;
+        int succ = (rank + 1) % size;
+        int pred = (rank - 1 + size) % size;
+        boolean last = pos == size - 1;
+        submitCollective("broadcast", in, recv.address(), stream, peers -> {
+            CeLanes l = lanes();
+            long e = currentEpoch;
+            MemorySegment main = stream.handle();
+            flags.flagReset(e);
+            if (pos > 0) {
+                flags.flagSet(peerSignal[pred] + 8L * (SIG_CE_DONE + rank), e); // ready: my output is free
+            }
+            if (flags.flagAny()) {
+                launchFlags(main, "broadcast copy-engine ready");
+            }
+            if (rank == root && send.address() != recv.address()) {
+                CudaDriver.memcpyDtoDAsync(recv.address(), send.address(), total, main);
+            }
+            CudaDriver.eventRecord(l.start, main);
+            int lanes = Math.min(ceLanes, pieces);
+            for (int j = 0; j < lanes; j++) {
+                CudaDriver.streamWaitEvent(l.pull[j][succ], l.start);
+            }
+            long src = rank == root ? send.address() : recv.address();
+            long dst = out(peers, succ);
+            for (int k = 0; k < pieces; k++) {
+                MemorySegment lane = l.pull[k % lanes][succ];
+                // before the lane's copy of piece k: the piece is here (not the root), the successor is ready (first round)
+                flags.flagReset(e);
+                if (k >= lanes && !last) {
+                    flags.flagSet(peerSignal[succ] + 8L * (SIG_CE_ARRIVED + MAX_RANKS * (k % lanes) + rank), ceTag(e, k - lanes));
+                }
+                if (pos > 0) {
+                    flags.flagWait(signal + 8L * (SIG_CE_ARRIVED + MAX_RANKS * (k % lanes) + pred), ceTag(e, k), pred);
+                }
+                if (k < lanes && !last) {
+                    flags.flagWait(signal + 8L * (SIG_CE_DONE + succ), e, succ);
+                }
+                if (flags.flagAny()) {
+                    launchFlags(lane, "broadcast copy-engine piece");
+                }
+                if (!last) {
+                    long off = k * piece;
+                    CudaDriver.memcpyDtoDAsync(dst + off, src + off, Math.min(piece, total - off), lane);
+                }
+            }
+            for (int j = 0; j < lanes; j++) {
+                MemorySegment lane = l.pull[j][succ];
+                if (!last) {
+                    // the lane's last piece
+                    int k = j + (pieces - 1 - j) / lanes * lanes;
+                    flags.flagReset(e);
+                    flags.flagSet(peerSignal[succ] + 8L * (SIG_CE_ARRIVED + MAX_RANKS * j + rank), ceTag(e, k));
+                    launchFlags(lane, "broadcast copy-engine arrived");
+                }
+                CudaDriver.eventRecord(l.pulled[j][succ], lane);
+                CudaDriver.streamWaitEvent(main, l.pulled[j][succ]);
+            }
         });
     }
 

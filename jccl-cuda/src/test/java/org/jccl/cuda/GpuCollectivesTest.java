@@ -226,11 +226,16 @@ class GpuCollectivesTest {
                 Arguments.of("JCCL_CUDA_BROADCAST", "pipe", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),
+                Arguments.of("JCCL_CUDA_BROADCAST", "ce", Coll.BROADCAST),
+                // 64 KiB pieces: many pieces per lane
+                Arguments.of("JCCL_CUDA_BROADCAST", "ce;JCCL_CUDA_CE_CHUNK=64K;JCCL_CUDA_CE_LANES=3", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_ALLTOALL", "split", Coll.ALL_TO_ALL),
                 Arguments.of("JCCL_CUDA_ALLTOALL", "serial", Coll.ALL_TO_ALL),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "ce", Coll.ALL_REDUCE),
                 // 64 KiB pieces: many pieces per operation, so the four scratch slots rotate
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "ce;JCCL_CUDA_CE_CHUNK=64K", Coll.ALL_REDUCE),
+                // 1 MiB push slots: pieces capped at a quarter of the slot (256 KiB)
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "ce;JCCL_CUDA_PUSH_SLOT=1M", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_REDUCE_SCATTER", "load", Coll.REDUCE_SCATTER),
                 Arguments.of("JCCL_CUDA_REDUCE_SCATTER", "ce", Coll.REDUCE_SCATTER),
                 Arguments.of("JCCL_CUDA_REDUCE_SCATTER", "ce;JCCL_CUDA_CE_CHUNK=64K", Coll.REDUCE_SCATTER));

@@ -115,23 +115,28 @@ public final class Settings {
     public static final Setting CUDA_ALLREDUCE = Setting.define("JCCL_CUDA_ALLREDUCE", null, STRING, "auto", 0, 0,
             "GPU all-reduce algorithm: auto, oneshot (pushes into every peer's inbox; at most JCCL_CUDA_ONESHOT_MAX), twoshot"
                     + " (loads from peers, stores to peers), push (stores only, through scratch) or push-serial (push, the reduced"
-                    + " slice stored to one peer after another) or ce (copy engines: each GPU pulls its slice from every peer"
-                    + " into local scratch, reduces it, and pushes the result to every peer, pipelined in JCCL_CUDA_CE_CHUNK"
-                    + " pieces; measured slower than push on 4x H200, so auto never picks it)");
+                    + " slice stored to one peer after another) or ce (copy engines: every GPU's copy engines write each peer's"
+                    + " slice into that peer's scratch, the owner reduces it and its copy engines write the result to every peer,"
+                    + " pipelined in JCCL_CUDA_CE_CHUNK pieces; measured slower than push on 4x H200, level on 2, so auto never"
+                    + " picks it)");
     public static final Setting CUDA_REDUCE_SCATTER = Setting.define("JCCL_CUDA_REDUCE_SCATTER", null, STRING, "auto", 0, 0,
-            "GPU reduce-scatter: auto, load (one kernel loads every peer's block and reduces it) or ce (copy engines pull"
-                    + " the peers' blocks into local scratch, a kernel reduces them, pipelined; measured slower than load on 4x H200, so"
+            "GPU reduce-scatter: auto, load (one kernel loads every peer's block and reduces it) or ce (copy engines write"
+                    + " each block into its owner's scratch, a kernel reduces them, pipelined; measured slower than load on 4x H200, so"
                     + " auto never picks it)");
-    public static final Setting CUDA_CE_CHUNK = Setting.define("JCCL_CUDA_CE_CHUNK", null, BYTES, "32M", 64 << 10, 1L << 32,
-            "piece of the copy-engine all-reduce / reduce-scatter: each GPU pulls this many bytes from every peer per step"
-                    + " (scratch: 4 x (ranks - 1) pieces per GPU)");
+    public static final Setting CUDA_CE_CHUNK = Setting.define("JCCL_CUDA_CE_CHUNK", null, BYTES, "16M", 64 << 10, 1L << 32,
+            "piece of the copy-engine all-reduce / reduce-scatter: each GPU's copy engines write this many bytes to every peer"
+                    + " per step, into 4 rotating slots of the push scratch (so at most JCCL_CUDA_PUSH_SLOT / 4)");
+    public static final Setting CUDA_CE_LANES = Setting.define("JCCL_CUDA_CE_LANES", null, INT, "2", 1, 4,
+            "streams per peer and direction of the copy-engine all-reduce / reduce-scatter: consecutive pieces alternate"
+                    + " between them, so one piece's copy overlaps the flag kernel between the next two");
     public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
             "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
     public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,
             "GPU broadcast algorithm: auto, chain (pipelined chain root -> root+1 -> ...: every GPU stores to one peer),"
                     + " pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
                     + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
-                    + " of the root's buffer and stores it to every rank)");
+                    + " of the root's buffer and stores it to every rank) or ce (a chain whose copy engines forward pieces of"
+                    + " JCCL_CUDA_CE_CHUNK; measured slower than chain on 4x H200, so auto never picks it)");
     public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,
             "GPU all-to-all: auto, split (the blocks split over the peers: every link busy at once) or serial (one peer after"
                     + " another, in an order rotated by rank)");

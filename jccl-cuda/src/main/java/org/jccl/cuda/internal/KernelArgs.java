@@ -98,6 +98,20 @@ public final class KernelArgs {
     static final long U_VEC = 332;
     static final long PUSH_BYTES = 336;
 
+    // struct FlagArgs
+    static final long F_SET = 0;
+    static final long F_WAIT = 64;
+    static final long F_WAIT_VALUE = 128;
+    static final long F_SET_VALUE = 192;
+    static final long F_ABORT = 200;
+    static final long F_STATUS = 208;
+    static final long F_TIMEOUT = 216;
+    static final long F_EPOCH = 224;
+    static final long F_WAIT_PEER = 232;
+    static final long F_NSET = 264;
+    static final long F_NWAIT = 268;
+    static final long FLAG_BYTES = 272;
+
     private final MemorySegment block;
     private final MemorySegment params;
 
@@ -143,6 +157,46 @@ public final class KernelArgs {
         block.set(JAVA_LONG, U_SLICE, slice);
         block.set(JAVA_LONG, U_EPOCH, epoch);
         block.set(JAVA_INT, U_VEC, (vec ? 1 : 0) | (serial ? 2 : 0));
+    }
+
+    public static KernelArgs flags(Arena arena) {
+        return new KernelArgs(arena, FLAG_BYTES);
+    }
+
+    // ---- struct FlagArgs
+    public void flagCommon(long abortFlag, long status, long timeoutNs) {
+        block.set(JAVA_LONG, F_ABORT, abortFlag);
+        block.set(JAVA_LONG, F_STATUS, status);
+        block.set(JAVA_LONG, F_TIMEOUT, timeoutNs);
+    }
+
+    /** Starts a flags launch: nothing set, nothing waited for; {@code epoch} is reported when a wait fails. */
+    public void flagReset(long epoch) {
+        block.set(JAVA_LONG, F_EPOCH, epoch);
+        block.set(JAVA_INT, F_NSET, 0);
+        block.set(JAVA_INT, F_NWAIT, 0);
+    }
+
+    /** Adds a flag to store {@code value} into (every stored flag of one launch gets the same value). */
+    public void flagSet(long addr, long value) {
+        int i = block.get(JAVA_INT, F_NSET);
+        block.set(JAVA_LONG, F_SET + 8L * i, addr);
+        block.set(JAVA_LONG, F_SET_VALUE, value);
+        block.set(JAVA_INT, F_NSET, i + 1);
+    }
+
+    /** Adds a wait until the flag at {@code addr} (set by {@code peer}) reaches {@code value}. */
+    public void flagWait(long addr, long value, int peer) {
+        int i = block.get(JAVA_INT, F_NWAIT);
+        block.set(JAVA_LONG, F_WAIT + 8L * i, addr);
+        block.set(JAVA_LONG, F_WAIT_VALUE + 8L * i, value);
+        block.set(JAVA_INT, F_WAIT_PEER + 4L * i, peer);
+        block.set(JAVA_INT, F_NWAIT, i + 1);
+    }
+
+    /** Whether the launch being built sets or waits for anything. */
+    public boolean flagAny() {
+        return block.get(JAVA_INT, F_NSET) + block.get(JAVA_INT, F_NWAIT) > 0;
     }
 
     public static KernelArgs oneShot(Arena arena) {

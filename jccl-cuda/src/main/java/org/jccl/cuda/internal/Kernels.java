@@ -31,6 +31,7 @@ public final class Kernels {
     public final MemorySegment copy;
     public final MemorySegment p2p;
     public final MemorySegment bcast;
+    public final MemorySegment flags;
 
     private Kernels(CudaDevice device) {
         device.makeCurrent();
@@ -58,6 +59,7 @@ public final class Kernels {
         copy = CudaDriver.moduleGetFunction(module, "jccl_copy");
         p2p = CudaDriver.moduleGetFunction(module, "jccl_p2p");
         bcast = CudaDriver.moduleGetFunction(module, "jccl_bcast");
+        flags = CudaDriver.moduleGetFunction(module, "jccl_flags");
     }
 
     /** The kernels on {@code device}, loaded on first use. */
