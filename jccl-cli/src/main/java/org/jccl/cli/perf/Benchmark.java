@@ -179,7 +179,7 @@ final class Benchmark implements AutoCloseable {
      * code (the 8-byte all-reduce at 3-5 us where its compiled steady state is ~0.5 us), and a size
      * first met in its own row ran the reduction kernels' vector loops interpreted (2 KB at 50-80 us).
      */
-    private void jitWarmup(DataType t, ReduceOp op, int root) {
+    void jitWarmup(DataType t, ReduceOp op, int root) {
         java.util.List<Collective.Counts> shapes = new java.util.ArrayList<>();
         for (long size : o.sizes()) {
             if (shapes.isEmpty() || size <= JIT_WARMUP_MAX_BYTES) {
