@@ -15,8 +15,10 @@ import org.jccl.Work;
  * Every rank of the job runs the same calls in the same order; every rank gets the same rows
  * (times are combined across ranks before bandwidths are computed).
  *
- * <p>Per (type, op, root): a warm-up of every power-of-two multiple of the first size, then for
- * each size of the sweep, out of place and then in place:
+ * <p>Once per process, before the first row: the JIT warm-up (--jit-warmup, see {@link #jitWarmup}),
+ * shortened passes of this very procedure over the sweep's sizes. Per (type, op, root): a warm-up of
+ * every power-of-two multiple of the first size, then for each size of the sweep, out of place and
+ * then in place:
  * <ol>
  * <li>with checking on, the send data is filled so that the timed operations move real values;</li>
  * <li>one untimed operation, then a barrier, so that every rank starts the clock together;</li>
@@ -88,24 +90,63 @@ final class Benchmark implements AutoCloseable {
     /** Whether the one-off JIT warm-up (--jit-warmup) already ran in this process. */
     private boolean jitWarmed;
 
+    /**
+     * Largest size the JIT warm-up (--jit-warmup) runs: it cycles through every size of the sweep up
+     * to this, so that the code of each size (e.g. the reduction kernels' vector loops, which an
+     * 8-byte operation never enters) is compiled before its row; larger ones take the same code.
+     */
+    static final long JIT_WARMUP_MAX_BYTES = 1 << 20;
+
+    /** Bytes the JIT warm-up moves per size, variant and pass (fewer operations for larger sizes). */
+    private static final long JIT_WARMUP_PASS_BYTES = 256 << 10;
+
+    /**
+     * The JIT warm-up goes on past --jit-warmup while the JIT compiler of any rank has finished a
+     * compilation within this long, up to {@link #JIT_WARMUP_MAX_FACTOR} times --jit-warmup: on a
+     * loaded host (two spinning ranks on two cores starve the compiler threads) 1.5 s of operations
+     * left the C2 compilations of the measured path unfinished.
+     */
+    private static final long JIT_QUIET_NANOS = 300_000_000L;
+
+    /** The longest JIT warm-up, in multiples of --jit-warmup. */
+    static final int JIT_WARMUP_MAX_FACTOR = 5;
+
+    /**
+     * Whether this JVM's JIT compiler is still busy, from the total compilation time of {@link
+     * java.lang.management.CompilationMXBean} (which grows as compilations finish); a JVM that does
+     * not report it counts as quiet.
+     */
+    static final class CompilationWatch {
+        private final java.lang.management.CompilationMXBean bean;
+        private long lastTotalMs;
+        private long lastChange = System.nanoTime();
+
+        CompilationWatch() {
+            java.lang.management.CompilationMXBean b = java.lang.management.ManagementFactory.getCompilationMXBean();
+            this.bean = b != null && b.isCompilationTimeMonitoringSupported() ? b : null;
+            this.lastTotalMs = bean == null ? 0 : bean.getTotalCompilationTime();
+        }
+
+        /** Whether a compilation finished within {@code windowNanos} before {@code now} (as far as polls saw). */
+        boolean compiledWithin(long now, long windowNanos) {
+            if (bean == null) {
+                return false;
+            }
+            long total = bean.getTotalCompilationTime();
+            if (total != lastTotalMs) {
+                lastTotalMs = total;
+                lastChange = now;
+            }
+            return now - lastChange < windowNanos;
+        }
+    }
+
     /** nccl-tests' TimeTest: warm-up, then one row per size. */
     void timeTest(DataType t, ReduceOp op, int root, Consumer<ResultRow> rows) {
         comm.barrier();
         if (!jitWarmed && o.jitWarmup() > 0) {
-            // Rounds of operations, through the same API path the measurement uses, until rank 0 has
-            // spent the budget; rank 0's decision is broadcast, so every rank runs the same operations.
             jitWarmed = true;
-            Collective.Counts counts = o.collective().counts(o.minBytes(), t.size(), nranks);
-            long end = System.nanoTime() + o.jitWarmup() * 1_000_000L;
-            int[] more = {1};
-            for (int round = 0; more[0] != 0; round++) {
-                for (int i = 0; i < 200; i++) {
-                    start(counts, t, op, root, (i & 1) == 1, i, o.median()).join();
-                }
-                more[0] = System.nanoTime() < end ? 1 : 0;
-                comm.broadcast(more, 0);
-            }
-            comm.barrier();
+            jitWarmup(t, op, root);
         }
         if (o.warmupIters() > 0) {
             for (long size : SizeSweep.warmupSizes(o.minBytes(), o.maxBytes())) {
@@ -122,6 +163,52 @@ final class Benchmark implements AutoCloseable {
         }
     }
 
+    /**
+     * The one-off JIT warm-up: passes of the measurement procedure itself (the untimed first operation,
+     * the barrier, the timed loop of --timing, the combination of the times across ranks, the check
+     * runs), shortened and discarded, over every size of the sweep up to {@link #JIT_WARMUP_MAX_BYTES},
+     * out of place and in place, for --jit-warmup milliseconds and then for as long as any rank's JIT
+     * compiler is still finishing compilations ({@link #JIT_QUIET_NANOS}, at most {@link
+     * #JIT_WARMUP_MAX_FACTOR} times --jit-warmup in all). The ranks sum their "more" votes after each
+     * pass, so every rank runs the same operations.
+     *
+     * <p>Why the whole procedure: the JVM compiles a method for the paths its profile has seen and
+     * deoptimises it when another one is taken. A warm-up of another shape (only the first size,
+     * without the barriers, the time combination or the check runs of the measurement) left the JIT
+     * recompiling the measured path during the first rows: the rows then timed interpreted and C1
+     * code (the 8-byte all-reduce at 3-5 us where its compiled steady state is ~0.5 us), and a size
+     * first met in its own row ran the reduction kernels' vector loops interpreted (2 KB at 50-80 us).
+     */
+    void jitWarmup(DataType t, ReduceOp op, int root) {
+        java.util.List<Collective.Counts> shapes = new java.util.ArrayList<>();
+        for (long size : o.sizes()) {
+            if (shapes.isEmpty() || size <= JIT_WARMUP_MAX_BYTES) {
+                shapes.add(o.collective().counts(size, t.size(), nranks));
+            }
+        }
+        CompilationWatch jit = new CompilationWatch();
+        long start = System.nanoTime();
+        long min = start + o.jitWarmup() * 1_000_000L;
+        long max = start + o.jitWarmup() * JIT_WARMUP_MAX_FACTOR * 1_000_000L;
+        long[] more = {1};
+        while (more[0] != 0) {
+            for (Collective.Counts counts : shapes) {
+                long bytes = Math.max(1, counts.sizeBytes(t.size()));
+                int ops = (int) Math.max(4, Math.min(200, JIT_WARMUP_PASS_BYTES / bytes));
+                for (boolean inPlace : new boolean[] {false, true}) {
+                    seconds(counts, t, op, root, inPlace, ops);
+                    if (o.check() > 0 && !(inPlace && o.collective().inPlaceUnchecked())) {
+                        checks(counts, t, op, root, inPlace, false);
+                    }
+                }
+            }
+            long now = System.nanoTime();
+            more[0] = now - min < 0 || (jit.compiledWithin(now, JIT_QUIET_NANOS) && now - max < 0) ? 1 : 0;
+            comm.allReduce(more, ReduceOp.SUM);
+        }
+        comm.barrier();
+    }
+
     /** One results line: {@code size} out of place and in place. */
     ResultRow measure(long size, DataType t, ReduceOp op, int root) {
         Collective c = o.collective();
@@ -134,7 +221,11 @@ final class Benchmark implements AutoCloseable {
 
     /** nccl-tests' BenchTime: one variant of one size. */
     ResultRow.Measurement benchTime(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace) {
-        Collective c = o.collective();
+        return finish(counts, t, op, root, inPlace, seconds(counts, t, op, root, inPlace, o.iters()));
+    }
+
+    /** The time per operation of {@code iters} timed operations per --timing, combined across ranks per -a. */
+    private double seconds(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iters) {
         if (o.check() > 0) {
             initData(pattern(t, op, 0), counts, root, inPlace);
         }
@@ -142,12 +233,12 @@ final class Benchmark implements AutoCloseable {
         comm.barrier();
 
         if (o.median()) {
-            return finish(counts, t, op, root, inPlace, medianSeconds(counts, t, op, root, inPlace));
+            return medianSeconds(counts, t, op, root, inPlace, iters);
         }
         long collectiveOnly = 0;
         long t0 = System.nanoTime();
         Work last = null;
-        for (int i = 0; i < o.iters(); i++) {
+        for (int i = 0; i < iters; i++) {
             long ti = System.nanoTime();
             last = start(counts, t, op, root, inPlace, i);
             if (o.blocking() != 0) {
@@ -162,15 +253,15 @@ final class Benchmark implements AutoCloseable {
         }
         last.join();
         long elapsed = o.blocking() == 3 ? collectiveOnly : System.nanoTime() - t0;
-        return finish(counts, t, op, root, inPlace, combine(elapsed / 1e9 / o.iters()));
+        return combine(elapsed / 1e9 / iters);
     }
 
     /**
      * The anchors' method: each operation timed alone, after a barrier, waited for; the median of
      * {@code iters} such times on each rank, then combined across ranks per -a.
      */
-    private double medianSeconds(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace) {
-        long[] times = new long[Math.max(1, o.iters())];
+    private double medianSeconds(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iters) {
+        long[] times = new long[Math.max(1, iters)];
         for (int i = 0; i < times.length; i++) {
             comm.barrier();
             long t0 = System.nanoTime();
@@ -191,21 +282,7 @@ final class Benchmark implements AutoCloseable {
         long wrong = ResultRow.Measurement.NOT_CHECKED;
         boolean report = !(inPlace && c.inPlaceUnchecked());
         if (o.check() > 0 && report) {
-            for (int k = 0; k < o.check(); k++) {
-                DataPattern p = pattern(t, op, ++rep);
-                initData(p, counts, root, inPlace);
-                start(counts, t, op, root, inPlace, 0).join();
-                long local = countWrong(p, counts, root, inPlace);
-                if (local != 0) {
-                    localErrors++;
-                }
-                long[] total = {local};
-                comm.allReduce(total, ReduceOp.SUM);
-                wrong = total[0];
-                if (wrong != 0) {
-                    break;
-                }
-            }
+            wrong = checks(counts, t, op, root, inPlace, true);
         }
         busBwSum += busBw;
         busBwCount++;
@@ -225,6 +302,31 @@ final class Benchmark implements AutoCloseable {
             default -> comm.allReduce(v, ReduceOp.MAX);
         }
         return v[0];
+    }
+
+    /**
+     * The -c check runs of one measurement: fresh data, poisoned receive buffers, one operation, the
+     * wrong elements summed across ranks; stops at the first run that finds any. With {@code record},
+     * a run that finds wrong data on this rank counts in {@link #localErrors()}.
+     */
+    private long checks(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, boolean record) {
+        long wrong = 0;
+        for (int k = 0; k < o.check(); k++) {
+            DataPattern p = pattern(t, op, ++rep);
+            initData(p, counts, root, inPlace);
+            start(counts, t, op, root, inPlace, 0).join();
+            long local = countWrong(p, counts, root, inPlace);
+            if (local != 0 && record) {
+                localErrors++;
+            }
+            long[] total = {local};
+            comm.allReduce(total, ReduceOp.SUM);
+            wrong = total[0];
+            if (wrong != 0) {
+                break;
+            }
+        }
+        return wrong;
     }
 
     private DataPattern pattern(DataType t, ReduceOp op, int seed) {

@@ -78,8 +78,9 @@ public final class PerfCommand implements Callable<Integer> {
     int warmupIters;
 
     @Option(names = "--jit-warmup", paramLabel = "MS", defaultValue = "1500",
-            description = "milliseconds of untimed operations at the smallest size before the first row, so the JVM's"
-                    + " JIT compiler has compiled the hot paths; 0 disables (default: ${DEFAULT-VALUE})")
+            description = "milliseconds of untimed measurement passes over the sweep's sizes (up to 1M) before the"
+                    + " first row, continued while a rank's JIT compiler is still finishing compilations (at most 5x"
+                    + " MS), so the rows time compiled code; 0 disables (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
     @Option(names = "--timing", paramLabel = "MODE", defaultValue = "mean",

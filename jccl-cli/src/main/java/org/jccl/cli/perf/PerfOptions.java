@@ -28,8 +28,9 @@ import org.jccl.ReduceOp;
  * @param minBusBw nccl-tests' NCCL_TESTS_MIN_BW: fail when the average busbw is below 90% of it;
  *     negative when not set
  * @param args the command line as given, for the JSON report
- * @param jitWarmup milliseconds of untimed operations at the smallest size before the first row, so that the JVM's
- *     JIT has compiled the hot paths (nccl-tests needs none: its code is compiled ahead of time)
+ * @param jitWarmup milliseconds of untimed measurement passes over the sweep's sizes before the first row (longer
+ *     while a rank's JIT is still compiling, see {@code Benchmark.jitWarmup}), so that the JVM's JIT has compiled
+ *     the hot paths (nccl-tests needs none: its code is compiled ahead of time)
  * @param median time each operation alone (barrier, then one blocking operation) and report the
  *     median, which is how the Open MPI and Gloo anchor scripts measure; false: nccl-tests' mean of
  *     {@code iters} back-to-back operations

@@ -35,6 +35,18 @@ final class FakeCluster {
     volatile int corruptRank = -1;
     /** When set, only in-place operations are corrupted. */
     volatile boolean corruptInPlaceOnly;
+    /**
+     * When set, every all-reduce and barrier is reported to it: {@code "<rank> allReduce <bytes>
+     * oop|ip native|heap"} and {@code "<rank> barrier"}, from the rank's thread.
+     */
+    volatile java.util.function.Consumer<String> trace;
+
+    private void trace(String event) {
+        java.util.function.Consumer<String> t = trace;
+        if (t != null) {
+            t.accept(event);
+        }
+    }
 
     FakeCluster(int n) {
         this.n = n;
@@ -164,6 +176,8 @@ final class FakeCluster {
 
         @Override
         public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+            trace(rank + " allReduce " + recv.byteSize() + (same(send, recv) ? " ip" : " oop")
+                    + (recv.segment().isNative() ? " native" : " heap"));
             Buffer[] in = exchange(send);
             MemorySegment tmp = MemorySegment.ofArray(new byte[(int) recv.byteSize()]);
             for (long i = 0; i < recv.count(); i++) {
@@ -231,6 +245,7 @@ final class FakeCluster {
 
         @Override
         public Work barrierAsync() {
+            trace(rank + " barrier");
             await();
             return DONE;
         }
