@@ -171,10 +171,14 @@ public final class ControlPlane {
 
     private volatile boolean stopped;
     private volatile Verdict verdict;
+    /** The first report of mismatched collective calls this rank heard of (its own or a peer's), or null. */
+    private volatile String mismatch;
     /** Set when the hub has left (closed or aborted): no more supervision, reports or faults. */
     private volatile boolean hubGone;
     /** Ranks known to have closed or aborted their communicator (1), as far as this rank hears. */
     private final java.util.concurrent.atomic.AtomicIntegerArray left;
+    /** Why each rank in {@link #left} left ("closed its communicator", "aborted its communicator: ..."), as far as this rank hears. */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<String> leftReason;
     private long lastLoop = System.nanoTime();
     private long requestedSeq = -1;
     private long reportedSeq = -1;
@@ -270,6 +274,7 @@ public final class ControlPlane {
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(cfg);
         this.conns = new Conn[rank == 0 ? size : 1];
         this.left = new java.util.concurrent.atomic.AtomicIntegerArray(size);
+        this.leftReason = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
         this.selector = Selector.open();
         boolean ok = false;
         ServerSocketChannel ss = null;
@@ -442,6 +447,16 @@ public final class ControlPlane {
             if (cause instanceof PeerFailedException pf && pf.peerRank() >= 0 && pf.peerRank() != rank && pf.peerRank() < size) {
                 fault(pf.peerRank(), ControlWire.KIND_FAILED, describe(pf.peerRank()) + " failed, as seen by rank " + rank + ": "
                         + cause.getMessage(), null, false);
+            } else if (cause.code() == ErrorCode.MISMATCH && mismatch == null) {
+                // This rank found the mismatch: it leaves, and every rank learns its report, so that the ranks
+                // whose operations fail because it left say why (explain). Nobody is failed by the notice itself:
+                // an operation that can still complete (an earlier collective) does.
+                String report = describe(rank) + " reported: " + cause.getMessage();
+                mismatch = report;
+                broadcast(faultFrame(rank, ControlWire.KIND_MISMATCH_FOUND, report), null);
+            } else if (cause.code() == ErrorCode.MISMATCH) {
+                // An operation failed because of the reported mismatch: every rank aborts, with the report.
+                fault(rank, ControlWire.KIND_MISMATCH, describe(rank) + " reported: " + cause.getMessage(), null, false);
             } else {
                 broadcast(gone(cause.getMessage()), null);
             }
@@ -464,19 +479,24 @@ public final class ControlPlane {
 
     /**
      * A better explanation of a data-path failure, when the control plane knows (or learns within a
-     * short wait) that the root cause is another rank's failure: a rank that only lost its link to a
-     * neighbour which aborted because of a third rank's death then names that rank. Otherwise {@code e}.
+     * short wait) the root cause: a rank that only lost its link to a neighbour which aborted because
+     * of a third rank's death then names that rank; a neighbour that aborted because it found
+     * mismatched collective calls passes on its report (which ranks called what, and how the calls
+     * differ), as an {@code InvalidUsageException} with {@code ErrorCode.MISMATCH}; a neighbour that
+     * closed or aborted its communicator is named as such. Otherwise {@code e}.
+     *
+     * <p>Every rank says on the control channel why it leaves (BYE, GONE, FAULT) before its data
+     * connections close, and the hub relays that to every rank (LEFT, FAULT) within milliseconds,
+     * also between ranks of one JVM; the wait for it is bounded by min(2 s, T/2).
      */
     public JcclException explain(JcclException e) {
         if (!(e instanceof PeerFailedException pf) || pf.peerRank() < 0 || pf.peerRank() >= size || stopped && verdict == null) {
             return e;
         }
         int seen = pf.peerRank();
-        if (peers[seen].processId().equals(peers[rank].processId()) || left.get(seen) != 0) {
-            return e; // a rank of this JVM cannot die alone; a rank that left said so
-        }
         long deadline = System.nanoTime() + Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2);
-        while (verdict == null && !stopped && !hubGone && !peerKnownDead(seen) && System.nanoTime() < deadline) {
+        while (verdict == null && mismatch == null && !stopped && !hubGone && left.get(seen) == 0 && !peerKnownDead(seen)
+                && System.nanoTime() < deadline) {
             try {
                 Thread.sleep(10);
             } catch (InterruptedException ie) {
@@ -485,11 +505,23 @@ public final class ControlPlane {
             }
         }
         Verdict v = verdict;
-        if (v == null || v.culprit() == seen) {
-            return e;
+        if (v != null && (v.kind() == ControlWire.KIND_MISMATCH || v.culprit() != seen)) {
+            String msg = e.getMessage() + "; the cause: " + v.message();
+            return switch (v.kind()) {
+                case ControlWire.KIND_TIMEOUT -> new JcclTimeoutException(msg, e);
+                case ControlWire.KIND_MISMATCH -> new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, msg, e);
+                default -> new PeerFailedException(v.culprit(), msg, e);
+            };
         }
-        String msg = e.getMessage() + "; the cause: " + v.message();
-        return v.kind() == ControlWire.KIND_TIMEOUT ? new JcclTimeoutException(msg, e) : new PeerFailedException(v.culprit(), msg, e);
+        String m = mismatch;
+        if (m != null) {
+            return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, e.getMessage() + "; the cause: " + m, e);
+        }
+        String why = leftReason.get(seen);
+        if (v == null && why != null) {
+            return new PeerFailedException(seen, e.getMessage() + "; " + describe(seen) + " " + why, e);
+        }
+        return e;
     }
 
     private boolean peerKnownDead(int r) {
@@ -508,6 +540,9 @@ public final class ControlPlane {
         }
         if (cause instanceof JcclTimeoutException) {
             return new JcclTimeoutException(message, cause);
+        }
+        if (cause.code() == ErrorCode.MISMATCH) {
+            return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message, cause);
         }
         return null;
     }
@@ -677,14 +712,13 @@ public final class ControlPlane {
         if (verdict != null) {
             return;
         }
-        JcclException ex = kind == ControlWire.KIND_TIMEOUT ? new JcclTimeoutException(message)
-                : new PeerFailedException(culprit, message, null);
+        JcclException ex = switch (kind) {
+            case ControlWire.KIND_TIMEOUT -> new JcclTimeoutException(message);
+            case ControlWire.KIND_MISMATCH -> new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message);
+            default -> new PeerFailedException(culprit, message, null);
+        };
         verdict = new Verdict(culprit, kind, message, ex);
-        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message));
-        f.putInt(culprit).put((byte) kind);
-        ControlWire.putString(f, message);
-        ControlWire.seal(f);
-        broadcast(f, from);
+        broadcast(faultFrame(culprit, kind, message), from);
         Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + message);
         if (tellOthers || from != null) {
             // Abort on another thread: abort() may wait for the operation thread, the notices must not.
@@ -693,6 +727,31 @@ public final class ControlPlane {
             t.start();
         }
         shutdown();
+    }
+
+    private static ByteBuffer faultFrame(int culprit, int kind, String message) {
+        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message));
+        f.putInt(culprit).put((byte) kind);
+        ControlWire.putString(f, message);
+        return ControlWire.seal(f);
+    }
+
+    /**
+     * Rank {@code r} closed or aborted its communicator: remember why; the hub tells every other rank
+     * (so that a rank whose link to it closes can say so, see {@link #explain}).
+     */
+    private void left(int r, int how, String why) {
+        left.set(r, 1);
+        leftReason.set(r, why);
+        if (r == 0 && rank != 0) {
+            hubGone = true;
+        }
+        if (rank == 0) {
+            ByteBuffer f = ControlWire.frame(ControlWire.LEFT, 4 + 1 + ControlWire.stringBytes(why));
+            f.putInt(r).put((byte) how);
+            ControlWire.putString(f, why);
+            broadcast(ControlWire.seal(f), conns[r]);
+        }
     }
 
     private ByteBuffer gone(String reason) {
@@ -889,28 +948,49 @@ public final class ControlPlane {
             case ControlWire.HEARTBEAT -> { }
             case ControlWire.BYE -> {
                 c.state = ConnState.CLOSED;
-                left.set(c.peer, 1);
                 closeQuietly(c.ch);
-                if (c.peer == 0 && rank != 0) {
-                    hubGone = true;
-                }
+                left(c.peer, ControlWire.HOW_CLOSED, "closed its communicator");
             }
             case ControlWire.GONE -> {
                 String why = ControlWire.getString(b);
                 c.state = ConnState.ABORTED;
-                left.set(c.peer, 1);
                 closeQuietly(c.ch);
                 Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + describe(c.peer) + " aborted its communicator: " + why);
-                if (c.peer == 0 && rank != 0) {
-                    hubGone = true;
+                left(c.peer, ControlWire.HOW_ABORTED, "aborted its communicator: " + why);
+            }
+            case ControlWire.LEFT -> {
+                int r = b.getInt();
+                int how = b.get();
+                String why = ControlWire.getString(b);
+                if (r < 1 || r >= size || r == rank || (how != ControlWire.HOW_CLOSED && how != ControlWire.HOW_ABORTED)) {
+                    throw new JcclException(ErrorCode.PROTOCOL, "LEFT names rank " + r + " how " + how);
                 }
+                left.set(r, 1);
+                leftReason.set(r, why);
             }
             case ControlWire.FAULT -> {
                 int culprit = b.getInt();
                 int kind = b.get();
                 String msg = ControlWire.getString(b);
-                if (culprit < 0 || culprit >= size || (kind != ControlWire.KIND_FAILED && kind != ControlWire.KIND_TIMEOUT)) {
+                if (culprit < 0 || culprit >= size || kind < ControlWire.KIND_FAILED || kind > ControlWire.KIND_MISMATCH_FOUND) {
                     throw new JcclException(ErrorCode.PROTOCOL, "FAULT names rank " + culprit + " kind " + kind);
+                }
+                if (kind == ControlWire.KIND_MISMATCH_FOUND) {
+                    // A notice, not a verdict: the culprit found mismatched calls and left; its report explains the
+                    // failures that follow (explain). The hub relays it; this rank goes on.
+                    if (mismatch == null) {
+                        mismatch = msg;
+                    }
+                    if (c.peer == culprit) {
+                        c.state = ConnState.ABORTED;
+                        closeQuietly(c.ch);
+                    }
+                    Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + msg);
+                    if (rank == 0) {
+                        broadcast(faultFrame(culprit, kind, msg), c); // before LEFT: the report is there when the leave is
+                    }
+                    left(culprit, ControlWire.HOW_ABORTED, "found mismatched collective calls and aborted its communicator");
+                    break;
                 }
                 if (c.peer != 0 || rank == 0) {
                     c.state = ConnState.ABORTED; // the sender stops after a fault
