@@ -158,6 +158,11 @@ public final class ControlPlane {
     private final long graceNs;
     private final long collectNs;
     private final long tickMs;
+    /** JCCL_CONTROL_LINGER: how long the hub supervises after its own close() while others still have the communicator open. */
+    private final long lingerNs;
+    /** Hub: the communicator was closed here and the control thread goes on supervising until {@link #lingerUntil}. */
+    private boolean lingering;
+    private long lingerUntil;
     private final Path0 dumpDir;
     private final Selector selector;
     /** Index = peer rank at the hub; index 0 elsewhere (the hub). */
@@ -270,6 +275,7 @@ public final class ControlPlane {
         this.graceNs = Math.min(TimeUnit.SECONDS.toNanos(1), timeoutNs / 4);
         this.collectNs = Math.max(TimeUnit.MILLISECONDS.toNanos(500), Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2));
         this.tickMs = Math.max(20, Math.min(250, TimeUnit.NANOSECONDS.toMillis(timeoutNs) / 8));
+        this.lingerNs = Settings.CONTROL_LINGER.getDuration(cfg).toNanos();
         this.dumpDir = new Path0(dumpDir(cfg));
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(cfg);
         this.conns = new Conn[rank == 0 ? size : 1];
@@ -464,9 +470,24 @@ public final class ControlPlane {
         });
     }
 
-    /** Normal close: says goodbye (the hub and ranks then stop supervising this rank) and stops. */
+    /**
+     * Normal close: says goodbye (the hub and ranks then stop supervising this rank) and stops. The
+     * hub, while other ranks still have the communicator open, goes on supervising them (heartbeats,
+     * failure notices, stall reports and status) until every one has closed or {@code
+     * JCCL_CONTROL_LINGER} has passed, then says goodbye; this call does not wait for that.
+     */
     public void close() {
         if (stopped) {
+            return;
+        }
+        if (rank == 0 && size > 1 && lingerNs > 0) {
+            runAndWait(() -> {
+                if (!stopped && !lingering) {
+                    lingering = true;
+                    lingerUntil = System.nanoTime() + lingerNs;
+                    endLinger(System.nanoTime());
+                }
+            });
             return;
         }
         runAndWait(() -> {
@@ -522,6 +543,29 @@ public final class ControlPlane {
             return new PeerFailedException(seen, e.getMessage() + "; " + describe(seen) + " " + why, e);
         }
         return e;
+    }
+
+    /** Hub after its close(): stops once no rank has the communicator open any more, or when the linger ends. */
+    private void endLinger(long now) {
+        if (!lingering || stopped) {
+            return;
+        }
+        List<Integer> open = new ArrayList<>();
+        for (int r = 1; r < size; r++) {
+            if (conns[r].state == ConnState.OPEN) {
+                open.add(r);
+            }
+        }
+        if (open.isEmpty()) {
+            Log.trace(Log.Subsys.NET, rank, "comm " + p.idShort() + ": every rank closed; the control hub stops");
+            shutdown();
+        } else if (now - lingerUntil >= 0) {
+            Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": rank 0 closed its communicator "
+                    + TimeUnit.NANOSECONDS.toSeconds(lingerNs) + " s ago (" + Settings.CONTROL_LINGER.name() + "); ranks " + open
+                    + " still have it open and are no longer supervised");
+            broadcast(bye(p.recorder().lastFinished()), null);
+            shutdown();
+        }
     }
 
     private boolean peerKnownDead(int r) {
@@ -627,6 +671,12 @@ public final class ControlPlane {
     }
 
     private void tick(long now) {
+        if (lingering) {
+            endLinger(now);
+            if (stopped) {
+                return;
+            }
+        }
         if (now - lastLoop > timeoutNs / 2) {
             // This thread was not scheduled for half the timeout (GC pause, overloaded host): whatever
             // silence it measured is its own, not the peers'.
@@ -720,7 +770,7 @@ public final class ControlPlane {
         verdict = new Verdict(culprit, kind, message, ex);
         broadcast(faultFrame(culprit, kind, message), from);
         Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + message);
-        if (tellOthers || from != null) {
+        if ((tellOthers || from != null) && !lingering) {
             // Abort on another thread: abort() may wait for the operation thread, the notices must not.
             Thread t = new Thread(() -> p.host().fail(ex), "jccl-ctl-fail-" + p.idShort() + "-r" + rank);
             t.setDaemon(true);
@@ -743,14 +793,28 @@ public final class ControlPlane {
     private void left(int r, int how, String why) {
         left.set(r, 1);
         leftReason.set(r, why);
-        if (r == 0 && rank != 0) {
+        if (r == 0 && rank != 0 && !hubGone) {
             hubGone = true;
+            // This rank still has the communicator open (its close() stops this thread first): say what that costs.
+            FlightRecorder.Entry cur = p.recorder().current();
+            String line = "comm " + p.idShort() + ": " + describe(0) + ", the control hub, " + why + " while this rank still has it open"
+                    + (cur != null ? " (it waits in " + ControlWire.collName(cur.name()) + " #" + cur.seq() + ")" : "")
+                    + ": heartbeats, failure notices and stall reports of this communicator are off from here; jccl status answers"
+                    + " with this rank's own view";
+            if (cur != null) {
+                Log.warn(Log.Subsys.NET, rank, line);
+            } else {
+                Log.info(Log.Subsys.NET, rank, line);
+            }
         }
         if (rank == 0) {
             ByteBuffer f = ControlWire.frame(ControlWire.LEFT, 4 + 1 + ControlWire.stringBytes(why));
             f.putInt(r).put((byte) how);
             ControlWire.putString(f, why);
             broadcast(ControlWire.seal(f), conns[r]);
+            if (lingering) {
+                endLinger(System.nanoTime()); // the last rank closing ends the hub's supervision at once
+            }
         }
     }
 
@@ -1075,7 +1139,7 @@ public final class ControlPlane {
         collectHow = new int[size];
         Arrays.fill(collectHow, ControlWire.HOW_SILENT);
         collectStates[0] = RankState.of(0, p.recorder(), p.counters());
-        collectHow[0] = ControlWire.HOW_ANSWERED;
+        collectHow[0] = lingering ? ControlWire.HOW_CLOSED : ControlWire.HOW_ANSWERED;
         ByteBuffer f = ControlWire.seal(ControlWire.frame(ControlWire.COLLECT, 8).putLong(collectId));
         for (int r = 1; r < size; r++) {
             Conn c = conns[r];
