@@ -63,6 +63,11 @@ import org.jccl.spi.PeerInfo;
  * the report to every rank, each dumps its flight recorder to {@code JCCL_DUMP_DIR} and each rank
  * waiting in an operation logs one line ({@link StallReport}).
  *
+ * <p><b>Rank 0 closing first.</b> The hub's {@link #close()} returns at once, but its thread goes on
+ * supervising the ranks that still have the communicator open until they have all closed or
+ * {@code JCCL_CONTROL_LINGER} has passed; a rank still open when the hub leaves logs that
+ * supervision is off.
+ *
  * <p>Threading: one thread per communicator ({@code jccl-ctl-<comm>-r<rank>}) owns every channel
  * and every field not marked volatile; other threads hand it tasks.
  */
