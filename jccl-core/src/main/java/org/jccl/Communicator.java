@@ -109,6 +109,14 @@ public interface Communicator extends AutoCloseable {
     @Override
     void close();
 
+    /**
+     * A snapshot of this rank's counters for this communicator: operations, failures and bytes per
+     * collective, bytes sent to and received from each peer and per transport (see {@link CommStats}
+     * for what each counts). Cheap: the operations only increment counters, this call copies them.
+     * Any thread, also after {@link #close()} or {@link #abort()}.
+     */
+    CommStats stats();
+
     // ---------------------------------------------------------------- blocking forms
 
     default void allReduce(Buffer send, Buffer recv, ReduceOp op) {

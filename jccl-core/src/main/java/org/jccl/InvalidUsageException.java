@@ -16,4 +16,8 @@ public class InvalidUsageException extends JcclException {
     public InvalidUsageException(ErrorCode code, String message) {
         super(code, message);
     }
+
+    public InvalidUsageException(ErrorCode code, String message, Throwable cause) {
+        super(code, message, cause);
+    }
 }

@@ -278,6 +278,11 @@ class CollectiveCheckTest {
         }
 
         @Override
+        public org.jccl.CommStats stats() {
+            return inner.stats();
+        }
+
+        @Override
         public void abort() {
             inner.abort();
         }

@@ -130,27 +130,32 @@ class CollectiveMismatchTest {
         }
         String mine = kind == Kind.ROOT || kind == Kind.COLLECTIVE ? "called broadcast (collective #1, 32 B float root 0)"
                 : "called allReduce (collective #1, 32 B float sum)";
-        // rank 1 sees rank 0's agreed call, unless rank 2's failure (reported on the control channel, which
-        // aborts every rank so that none waits forever) tore the communicator down before rank 0's call
-        // reached rank 1: then rank 1 fails as a consequence, and rank 2 below is the one that names the mismatch
+        // rank 1 sees rank 0's agreed call, unless another rank's report of the mismatch (on the control channel;
+        // the ranks whose operations then fail abort every rank, so that none waits forever) tore the communicator
+        // down before rank 0's call reached rank 1: then rank 1 fails as a consequence, with that report
+        // (which rank called what, and how the calls differ), never with only "a link closed"
         JcclException e1 = errors.get(1);
         assertNotNull(e1, "rank 1 called a different collective and got no error");
-        if (e1.code() == ErrorCode.MISMATCH) {
+        if (e1.getMessage().contains("but rank 1 ")) {
             assertMismatch(e1, "rank 1: ", "rank 0 (", mine, "but rank 1 " + kind.deviantCall,
                     "differ in " + kind.difference);
         } else {
-            assertTrue(e1.code() == ErrorCode.PEER_FAILED || e1.code() == ErrorCode.ABORTED, e1.toString());
+            assertReported(e1, "rank 1: ", kind);
         }
         // rank 2 sees rank 1's deviant call
         JcclException e2 = errors.get(2);
         assertNotNull(e2, "rank 2 got no error although its predecessor rank 1 deviated");
         assertMismatch(e2, "rank 2: ", "rank 1 (", kind.deviantCall, "but rank 2 " + mine, "differ in " + reversed(kind.difference));
-        // rank 0 agrees with its predecessor (rank 2): it either fails because the others gave up, or,
-        // when it received nothing from them (the root of a broadcast), returns the right result; never a wrong one
+        assertEquals(1, cs.get(2).stats().errors(), cs.get(2).stats().toString());
+        assertEquals(1, cs.get(2).stats().collective(kind == Kind.ROOT || kind == Kind.COLLECTIVE ? "broadcast" : "allReduce").errors());
+        // rank 0 agrees with its predecessor (rank 2): it either fails because the others gave up, with the
+        // report of the rank that found the mismatch, or, when it received nothing from them (the root of a
+        // broadcast), returns the right result; never a wrong one
         JcclException e0 = errors.get(0);
-        if (e0 != null) {
-            assertTrue(e0.code() == ErrorCode.PEER_FAILED || e0.code() == ErrorCode.ABORTED || e0.code() == ErrorCode.MISMATCH,
-                    e0.toString());
+        if (e0 != null && e0.getMessage().contains("but rank 0 ")) {
+            assertMismatch(e0, "rank 0: ", "rank 1 (", kind.deviantCall, "but rank 0 " + mine, "differ in " + reversed(kind.difference));
+        } else if (e0 != null) {
+            assertReported(e0, "rank 0: ", kind);
         } else {
             float[] want = new float[8];
             java.util.Arrays.fill(want, expected(kind));
@@ -169,6 +174,17 @@ class CollectiveMismatchTest {
             return "size 16 B vs 32 B";
         }
         return head + b + " vs " + a;
+    }
+
+    /**
+     * A failure as the consequence of another rank's report (rank 1's own, rank 0's or rank 2's): MISMATCH
+     * with that report, which names the reporter, rank 1's deviant call and the difference (worded from the
+     * reporter's side: "rank 1 called X but rank k called Y" or "rank 0 called Y but rank 1 called X").
+     */
+    static void assertReported(JcclException e, String prefix, Kind kind) {
+        assertMismatch(e, prefix, " reported: rank ", kind.deviantCall);
+        String m = e.getMessage();
+        assertTrue(m.contains("differ in " + kind.difference) || m.contains("differ in " + reversed(kind.difference)), m);
     }
 
     static void assertMismatch(JcclException e, String... fragments) {

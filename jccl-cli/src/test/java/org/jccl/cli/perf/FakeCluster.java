@@ -340,6 +340,11 @@ final class FakeCluster {
         }
 
         @Override
+        public org.jccl.CommStats stats() {
+            throw new AssertionError("jccl perf never calls this; the fake only models what the benchmark uses");
+        }
+
+        @Override
         public void abort() {
         }
 

@@ -57,6 +57,7 @@ public final class SharedCollectives {
             long half = a.halfBytes();
             if (Tuner.sharedOneShot(bytes, n, half)) {
                 oneShot(ctx, a, s, r, count, t, op);
+                ctx.countShared(bytes);
             } else {
                 int esz = t.size();
                 // Whole elements per round, at least one per rank where there are that many.
@@ -64,6 +65,7 @@ public final class SharedCollectives {
                 for (long off = 0; off < count; off += perRound) {
                     twoShot(ctx, a, s, r, off, Math.min(perRound, count - off), t, op);
                 }
+                ctx.countSharedSlices(count, perRound, esz);
             }
             Reductions.finishAvg(r, count, t, op, n);
         } catch (IllegalStateException unmapped) {
@@ -93,6 +95,7 @@ public final class SharedCollectives {
                     MemorySegment.copy(a.half(q, k), 0, r, q * bytesPerRank + off, len);
                 }
             }
+            ctx.countShared(bytesPerRank);
         } catch (IllegalStateException unmapped) {
             throw closedUnder(ctx, unmapped);
         }
@@ -133,6 +136,7 @@ public final class SharedCollectives {
                     Reductions.reduce(dst, dst, rsSource(a, s, k, q, me, ownFromArea, count, off, pieceBytes, esz), len, t, op);
                 }
             }
+            ctx.countShared(count * esz);
             Reductions.finishAvg(r, count, t, op, n);
         } catch (IllegalStateException unmapped) {
             throw closedUnder(ctx, unmapped);

@@ -162,6 +162,10 @@ public final class Settings {
     public static final Setting STALL_WARN = Setting.define("JCCL_STALL_WARN", null, DURATION_SECONDS, "30", 1, 86_400,
             "seconds an operation may wait before the ranks compare sequence numbers, each logs one line naming the ranks"
                     + " that are behind (or that called a different collective) and the flight recorder is dumped");
+    public static final Setting CONTROL_LINGER = Setting.define("JCCL_CONTROL_LINGER", null, DURATION_SECONDS, "300", 0, 86_400,
+            "seconds rank 0 (the control hub) keeps supervising a communicator it closed while other ranks still have it open"
+                    + " (heartbeats, failure notices, stall reports go on; close() does not wait); when every rank closed it stops"
+                    + " at once; 0: it stops at its close() and the others log that supervision is off");
     public static final Setting DUMP_DIR = Setting.define("JCCL_DUMP_DIR", null, STRING, null, 0, 0,
             "directory for flight-recorder dumps (jccl-flight-<comm>-r<rank>-<pid>.json) and status endpoints;"
                     + " unset: /tmp/jccl-<user>");

@@ -63,6 +63,11 @@ import org.jccl.spi.PeerInfo;
  * the report to every rank, each dumps its flight recorder to {@code JCCL_DUMP_DIR} and each rank
  * waiting in an operation logs one line ({@link StallReport}).
  *
+ * <p><b>Rank 0 closing first.</b> The hub's {@link #close()} returns at once, but its thread goes on
+ * supervising the ranks that still have the communicator open until they have all closed or
+ * {@code JCCL_CONTROL_LINGER} has passed; a rank still open when the hub leaves logs that
+ * supervision is off.
+ *
  * <p>Threading: one thread per communicator ({@code jccl-ctl-<comm>-r<rank>}) owns every channel
  * and every field not marked volatile; other threads hand it tasks.
  */
@@ -158,6 +163,11 @@ public final class ControlPlane {
     private final long graceNs;
     private final long collectNs;
     private final long tickMs;
+    /** JCCL_CONTROL_LINGER: how long the hub supervises after its own close() while others still have the communicator open. */
+    private final long lingerNs;
+    /** Hub: the communicator was closed here and the control thread goes on supervising until {@link #lingerUntil}. */
+    private boolean lingering;
+    private long lingerUntil;
     private final Path0 dumpDir;
     private final Selector selector;
     /** Index = peer rank at the hub; index 0 elsewhere (the hub). */
@@ -171,10 +181,14 @@ public final class ControlPlane {
 
     private volatile boolean stopped;
     private volatile Verdict verdict;
+    /** The first report of mismatched collective calls this rank heard of (its own or a peer's), or null. */
+    private volatile String mismatch;
     /** Set when the hub has left (closed or aborted): no more supervision, reports or faults. */
     private volatile boolean hubGone;
     /** Ranks known to have closed or aborted their communicator (1), as far as this rank hears. */
     private final java.util.concurrent.atomic.AtomicIntegerArray left;
+    /** Why each rank in {@link #left} left ("closed its communicator", "aborted its communicator: ..."), as far as this rank hears. */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<String> leftReason;
     private long lastLoop = System.nanoTime();
     private long requestedSeq = -1;
     private long reportedSeq = -1;
@@ -266,10 +280,12 @@ public final class ControlPlane {
         this.graceNs = Math.min(TimeUnit.SECONDS.toNanos(1), timeoutNs / 4);
         this.collectNs = Math.max(TimeUnit.MILLISECONDS.toNanos(500), Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2));
         this.tickMs = Math.max(20, Math.min(250, TimeUnit.NANOSECONDS.toMillis(timeoutNs) / 8));
+        this.lingerNs = Settings.CONTROL_LINGER.getDuration(cfg).toNanos();
         this.dumpDir = new Path0(dumpDir(cfg));
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(cfg);
         this.conns = new Conn[rank == 0 ? size : 1];
         this.left = new java.util.concurrent.atomic.AtomicIntegerArray(size);
+        this.leftReason = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
         this.selector = Selector.open();
         boolean ok = false;
         ServerSocketChannel ss = null;
@@ -442,6 +458,16 @@ public final class ControlPlane {
             if (cause instanceof PeerFailedException pf && pf.peerRank() >= 0 && pf.peerRank() != rank && pf.peerRank() < size) {
                 fault(pf.peerRank(), ControlWire.KIND_FAILED, describe(pf.peerRank()) + " failed, as seen by rank " + rank + ": "
                         + cause.getMessage(), null, false);
+            } else if (cause.code() == ErrorCode.MISMATCH && mismatch == null) {
+                // This rank found the mismatch: it leaves, and every rank learns its report, so that the ranks
+                // whose operations fail because it left say why (explain). Nobody is failed by the notice itself:
+                // an operation that can still complete (an earlier collective) does.
+                String report = describe(rank) + " reported: " + cause.getMessage();
+                mismatch = report;
+                broadcast(faultFrame(rank, ControlWire.KIND_MISMATCH_FOUND, report), null);
+            } else if (cause.code() == ErrorCode.MISMATCH) {
+                // An operation failed because of the reported mismatch: every rank aborts, with the report.
+                fault(rank, ControlWire.KIND_MISMATCH, describe(rank) + " reported: " + cause.getMessage(), null, false);
             } else {
                 broadcast(gone(cause.getMessage()), null);
             }
@@ -449,9 +475,24 @@ public final class ControlPlane {
         });
     }
 
-    /** Normal close: says goodbye (the hub and ranks then stop supervising this rank) and stops. */
+    /**
+     * Normal close: says goodbye (the hub and ranks then stop supervising this rank) and stops. The
+     * hub, while other ranks still have the communicator open, goes on supervising them (heartbeats,
+     * failure notices, stall reports and status) until every one has closed or {@code
+     * JCCL_CONTROL_LINGER} has passed, then says goodbye; this call does not wait for that.
+     */
     public void close() {
         if (stopped) {
+            return;
+        }
+        if (rank == 0 && size > 1 && lingerNs > 0) {
+            runAndWait(() -> {
+                if (!stopped && !lingering) {
+                    lingering = true;
+                    lingerUntil = System.nanoTime() + lingerNs;
+                    endLinger(System.nanoTime());
+                }
+            });
             return;
         }
         runAndWait(() -> {
@@ -464,19 +505,24 @@ public final class ControlPlane {
 
     /**
      * A better explanation of a data-path failure, when the control plane knows (or learns within a
-     * short wait) that the root cause is another rank's failure: a rank that only lost its link to a
-     * neighbour which aborted because of a third rank's death then names that rank. Otherwise {@code e}.
+     * short wait) the root cause: a rank that only lost its link to a neighbour which aborted because
+     * of a third rank's death then names that rank; a neighbour that aborted because it found
+     * mismatched collective calls passes on its report (which ranks called what, and how the calls
+     * differ), as an {@code InvalidUsageException} with {@code ErrorCode.MISMATCH}; a neighbour that
+     * closed or aborted its communicator is named as such. Otherwise {@code e}.
+     *
+     * <p>Every rank says on the control channel why it leaves (BYE, GONE, FAULT) before its data
+     * connections close, and the hub relays that to every rank (LEFT, FAULT) within milliseconds,
+     * also between ranks of one JVM; the wait for it is bounded by min(2 s, T/2).
      */
     public JcclException explain(JcclException e) {
         if (!(e instanceof PeerFailedException pf) || pf.peerRank() < 0 || pf.peerRank() >= size || stopped && verdict == null) {
             return e;
         }
         int seen = pf.peerRank();
-        if (peers[seen].processId().equals(peers[rank].processId()) || left.get(seen) != 0) {
-            return e; // a rank of this JVM cannot die alone; a rank that left said so
-        }
         long deadline = System.nanoTime() + Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2);
-        while (verdict == null && !stopped && !hubGone && !peerKnownDead(seen) && System.nanoTime() < deadline) {
+        while (verdict == null && mismatch == null && !stopped && !hubGone && left.get(seen) == 0 && !peerKnownDead(seen)
+                && System.nanoTime() < deadline) {
             try {
                 Thread.sleep(10);
             } catch (InterruptedException ie) {
@@ -485,11 +531,46 @@ public final class ControlPlane {
             }
         }
         Verdict v = verdict;
-        if (v == null || v.culprit() == seen) {
-            return e;
+        if (v != null && (v.kind() == ControlWire.KIND_MISMATCH || v.culprit() != seen)) {
+            String msg = e.getMessage() + "; the cause: " + v.message();
+            return switch (v.kind()) {
+                case ControlWire.KIND_TIMEOUT -> new JcclTimeoutException(msg, e);
+                case ControlWire.KIND_MISMATCH -> new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, msg, e);
+                default -> new PeerFailedException(v.culprit(), msg, e);
+            };
         }
-        String msg = e.getMessage() + "; the cause: " + v.message();
-        return v.kind() == ControlWire.KIND_TIMEOUT ? new JcclTimeoutException(msg, e) : new PeerFailedException(v.culprit(), msg, e);
+        String m = mismatch;
+        if (m != null) {
+            return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, e.getMessage() + "; the cause: " + m, e);
+        }
+        String why = leftReason.get(seen);
+        if (v == null && why != null) {
+            return new PeerFailedException(seen, e.getMessage() + "; " + describe(seen) + " " + why, e);
+        }
+        return e;
+    }
+
+    /** Hub after its close(): stops once no rank has the communicator open any more, or when the linger ends. */
+    private void endLinger(long now) {
+        if (!lingering || stopped) {
+            return;
+        }
+        List<Integer> open = new ArrayList<>();
+        for (int r = 1; r < size; r++) {
+            if (conns[r].state == ConnState.OPEN) {
+                open.add(r);
+            }
+        }
+        if (open.isEmpty()) {
+            Log.trace(Log.Subsys.NET, rank, "comm " + p.idShort() + ": every rank closed; the control hub stops");
+            shutdown();
+        } else if (now - lingerUntil >= 0) {
+            Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": rank 0 closed its communicator "
+                    + TimeUnit.NANOSECONDS.toSeconds(lingerNs) + " s ago (" + Settings.CONTROL_LINGER.name() + "); ranks " + open
+                    + " still have it open and are no longer supervised");
+            broadcast(bye(p.recorder().lastFinished()), null);
+            shutdown();
+        }
     }
 
     private boolean peerKnownDead(int r) {
@@ -508,6 +589,9 @@ public final class ControlPlane {
         }
         if (cause instanceof JcclTimeoutException) {
             return new JcclTimeoutException(message, cause);
+        }
+        if (cause.code() == ErrorCode.MISMATCH) {
+            return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message, cause);
         }
         return null;
     }
@@ -592,6 +676,12 @@ public final class ControlPlane {
     }
 
     private void tick(long now) {
+        if (lingering) {
+            endLinger(now);
+            if (stopped) {
+                return;
+            }
+        }
         if (now - lastLoop > timeoutNs / 2) {
             // This thread was not scheduled for half the timeout (GC pause, overloaded host): whatever
             // silence it measured is its own, not the peers'.
@@ -677,22 +767,60 @@ public final class ControlPlane {
         if (verdict != null) {
             return;
         }
-        JcclException ex = kind == ControlWire.KIND_TIMEOUT ? new JcclTimeoutException(message)
-                : new PeerFailedException(culprit, message, null);
+        JcclException ex = switch (kind) {
+            case ControlWire.KIND_TIMEOUT -> new JcclTimeoutException(message);
+            case ControlWire.KIND_MISMATCH -> new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message);
+            default -> new PeerFailedException(culprit, message, null);
+        };
         verdict = new Verdict(culprit, kind, message, ex);
-        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message));
-        f.putInt(culprit).put((byte) kind);
-        ControlWire.putString(f, message);
-        ControlWire.seal(f);
-        broadcast(f, from);
+        broadcast(faultFrame(culprit, kind, message), from);
         Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + message);
-        if (tellOthers || from != null) {
+        if ((tellOthers || from != null) && !lingering) {
             // Abort on another thread: abort() may wait for the operation thread, the notices must not.
             Thread t = new Thread(() -> p.host().fail(ex), "jccl-ctl-fail-" + p.idShort() + "-r" + rank);
             t.setDaemon(true);
             t.start();
         }
         shutdown();
+    }
+
+    private static ByteBuffer faultFrame(int culprit, int kind, String message) {
+        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message));
+        f.putInt(culprit).put((byte) kind);
+        ControlWire.putString(f, message);
+        return ControlWire.seal(f);
+    }
+
+    /**
+     * Rank {@code r} closed or aborted its communicator: remember why; the hub tells every other rank
+     * (so that a rank whose link to it closes can say so, see {@link #explain}).
+     */
+    private void left(int r, int how, String why) {
+        left.set(r, 1);
+        leftReason.set(r, why);
+        if (r == 0 && rank != 0 && !hubGone) {
+            hubGone = true;
+            // This rank still has the communicator open (its close() stops this thread first): say what that costs.
+            FlightRecorder.Entry cur = p.recorder().current();
+            String line = "comm " + p.idShort() + ": " + describe(0) + ", the control hub, " + why + " while this rank still has it open"
+                    + (cur != null ? " (it waits in " + ControlWire.collName(cur.name()) + " #" + cur.seq() + ")" : "")
+                    + ": heartbeats, failure notices and stall reports of this communicator are off from here; jccl status answers"
+                    + " with this rank's own view";
+            if (cur != null) {
+                Log.warn(Log.Subsys.NET, rank, line);
+            } else {
+                Log.info(Log.Subsys.NET, rank, line);
+            }
+        }
+        if (rank == 0) {
+            ByteBuffer f = ControlWire.frame(ControlWire.LEFT, 4 + 1 + ControlWire.stringBytes(why));
+            f.putInt(r).put((byte) how);
+            ControlWire.putString(f, why);
+            broadcast(ControlWire.seal(f), conns[r]);
+            if (lingering) {
+                endLinger(System.nanoTime()); // the last rank closing ends the hub's supervision at once
+            }
+        }
     }
 
     private ByteBuffer gone(String reason) {
@@ -889,28 +1017,49 @@ public final class ControlPlane {
             case ControlWire.HEARTBEAT -> { }
             case ControlWire.BYE -> {
                 c.state = ConnState.CLOSED;
-                left.set(c.peer, 1);
                 closeQuietly(c.ch);
-                if (c.peer == 0 && rank != 0) {
-                    hubGone = true;
-                }
+                left(c.peer, ControlWire.HOW_CLOSED, "closed its communicator");
             }
             case ControlWire.GONE -> {
                 String why = ControlWire.getString(b);
                 c.state = ConnState.ABORTED;
-                left.set(c.peer, 1);
                 closeQuietly(c.ch);
                 Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + describe(c.peer) + " aborted its communicator: " + why);
-                if (c.peer == 0 && rank != 0) {
-                    hubGone = true;
+                left(c.peer, ControlWire.HOW_ABORTED, "aborted its communicator: " + why);
+            }
+            case ControlWire.LEFT -> {
+                int r = b.getInt();
+                int how = b.get();
+                String why = ControlWire.getString(b);
+                if (r < 1 || r >= size || r == rank || (how != ControlWire.HOW_CLOSED && how != ControlWire.HOW_ABORTED)) {
+                    throw new JcclException(ErrorCode.PROTOCOL, "LEFT names rank " + r + " how " + how);
                 }
+                left.set(r, 1);
+                leftReason.set(r, why);
             }
             case ControlWire.FAULT -> {
                 int culprit = b.getInt();
                 int kind = b.get();
                 String msg = ControlWire.getString(b);
-                if (culprit < 0 || culprit >= size || (kind != ControlWire.KIND_FAILED && kind != ControlWire.KIND_TIMEOUT)) {
+                if (culprit < 0 || culprit >= size || kind < ControlWire.KIND_FAILED || kind > ControlWire.KIND_MISMATCH_FOUND) {
                     throw new JcclException(ErrorCode.PROTOCOL, "FAULT names rank " + culprit + " kind " + kind);
+                }
+                if (kind == ControlWire.KIND_MISMATCH_FOUND) {
+                    // A notice, not a verdict: the culprit found mismatched calls and left; its report explains the
+                    // failures that follow (explain). The hub relays it; this rank goes on.
+                    if (mismatch == null) {
+                        mismatch = msg;
+                    }
+                    if (c.peer == culprit) {
+                        c.state = ConnState.ABORTED;
+                        closeQuietly(c.ch);
+                    }
+                    Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + msg);
+                    if (rank == 0) {
+                        broadcast(faultFrame(culprit, kind, msg), c); // before LEFT: the report is there when the leave is
+                    }
+                    left(culprit, ControlWire.HOW_ABORTED, "found mismatched collective calls and aborted its communicator");
+                    break;
                 }
                 if (c.peer != 0 || rank == 0) {
                     c.state = ConnState.ABORTED; // the sender stops after a fault
@@ -995,7 +1144,7 @@ public final class ControlPlane {
         collectHow = new int[size];
         Arrays.fill(collectHow, ControlWire.HOW_SILENT);
         collectStates[0] = RankState.of(0, p.recorder(), p.counters());
-        collectHow[0] = ControlWire.HOW_ANSWERED;
+        collectHow[0] = lingering ? ControlWire.HOW_CLOSED : ControlWire.HOW_ANSWERED;
         ByteBuffer f = ControlWire.seal(ControlWire.frame(ControlWire.COLLECT, 8).putLong(collectId));
         for (int r = 1; r < size; r++) {
             Conn c = conns[r];

@@ -12,13 +12,18 @@ import org.jccl.JcclException;
  *
  *  HEARTBEAT  (empty)                                   liveness, both directions
  *  BYE        i64 lastFinished                          the rank closed its communicator normally
- *  FAULT      i32 culprit | u8 kind | str message        a peer failed (kind 1) or timed out (kind 2)
+ *  FAULT      i32 culprit | u8 kind | str message        a peer failed (kind 1) or timed out (kind 2), or an operation failed
+ *                                                       because of mismatched collective calls (kind 3): every rank aborts;
+ *                                                       kind 4: the culprit found mismatched calls and left, message = its
+ *                                                       report (relayed by the hub; nobody is failed by this notice)
  *  GONE       str reason                                the rank aborted its communicator (abort()): it leaves, nobody is failed
  *  REQUEST    i64 id | u8 purpose                       rank -> hub: collect every rank's state (1 stall, 2 status)
  *  COLLECT    i64 id                                    hub -> rank: send your state
  *  STATE      i64 id | RankState                        rank -> hub
  *  REPORT     i64 id | u8 purpose | i32 n | n x (u8 how | RankState when how = 0)
  *                                                       hub -> ranks; how: 0 answered, 1 no answer, 2 closed, 3 aborted
+ *  LEFT       i32 rank | u8 how | str reason            hub -> ranks: that rank closed (how 2) or aborted (how 3) its
+ *                                                       communicator, relayed from its BYE or GONE
  *  str = u16 length | UTF-8 bytes (at most MAX_STRING)
  * </pre>
  * Hand-written binary, no Java serialization; a frame that breaks a bound ends that connection.
@@ -37,9 +42,12 @@ public final class ControlWire {
     public static final int COLLECT = 6;
     public static final int STATE = 7;
     public static final int REPORT = 8;
+    public static final int LEFT = 9;
 
     public static final int KIND_FAILED = 1;
     public static final int KIND_TIMEOUT = 2;
+    public static final int KIND_MISMATCH = 3;
+    public static final int KIND_MISMATCH_FOUND = 4;
 
     public static final int PURPOSE_STALL = 1;
     public static final int PURPOSE_STATUS = 2;
@@ -82,7 +90,7 @@ public final class ControlWire {
             throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " has version " + version + ", expected "
                     + VERSION + ": mixed jccl versions in one job");
         }
-        if (type < HEARTBEAT || type > REPORT) {
+        if (type < HEARTBEAT || type > LEFT) {
             throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " has unknown type " + type);
         }
         if (len < 0 || len > MAX_PAYLOAD) {

@@ -214,9 +214,14 @@ public final class CommunicatorImpl implements Communicator {
         return recorder;
     }
 
-    /** Bytes per peer and transport. */
+    /** Bytes per peer and transport, operations per collective. */
     public Counters counters() {
         return counters;
+    }
+
+    @Override
+    public org.jccl.CommStats stats() {
+        return counters.snapshot(rank);
     }
 
     /** The control channel, or null before it is connected. */
@@ -889,6 +894,15 @@ public final class CommunicatorImpl implements Communicator {
     private void recordFinished(Op op, CollectiveEvent ev, boolean ok) {
         String algo = tuner.takeChoice();
         recorder.finished(op.seq, ok, algo);
+        if (op instanceof FusedOp f) {
+            List<Op> members = f.ops();
+            for (int i = 0; i < members.size(); i++) {
+                Op o = members.get(i);
+                counters.finished(o.name, o.bytes, ok);
+            }
+        } else {
+            counters.finished(op.name, op.bytes, ok);
+        }
         if (ev.shouldCommit()) {
             ev.comm = idShort();
             ev.rank = rank;

@@ -381,6 +381,39 @@ public final class OpContext {
         }
     }
 
+    /**
+     * Counts an operation through the shared collective segment that moved {@code perPeer} bytes
+     * each way between this rank and every peer (a peer reads that much out of this rank's area,
+     * this rank as much out of each peer's). Once per operation, never per round.
+     */
+    public void countShared(long perPeer) {
+        counters.shared(rank(), perPeer);
+    }
+
+    /**
+     * Counts a two-step all-reduce of {@code count} elements of {@code elementBytes} through the
+     * shared segment, in rounds of {@code perRound} elements cut into one slice per rank: per round a
+     * peer reads its slice out of this rank's area and this rank's reduced slice, and this rank reads
+     * as much from it, so each pair moves (its slice + this rank's slice) each way.
+     */
+    public void countSharedSlices(long count, long perRound, int elementBytes) {
+        int n = size();
+        int me = rank();
+        long full = count / perRound;
+        long last = count % perRound;
+        for (int q = 0; q < n; q++) {
+            if (q != me) {
+                long elems = full * (slice(perRound, n, q) + slice(perRound, n, me)) + (last == 0 ? 0 : slice(last, n, q) + slice(last, n, me));
+                counters.sharedWith(q, elems * elementBytes);
+            }
+        }
+    }
+
+    /** Elements of rank q's slice when {@code len} elements are cut into n slices, the first len % n one longer. */
+    private static long slice(long len, int n, int q) {
+        return len / n + (q < len % n ? 1 : 0);
+    }
+
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */
     public P2pRequest send(int peer, MemorySegment src) {
         if (signing != 0 && signedTo[peer] != signing) {
