@@ -12,6 +12,7 @@ import java.util.function.Supplier;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.internal.config.Settings;
+import org.jccl.internal.net.DeviceList;
 import org.jccl.internal.net.Interfaces;
 import org.jccl.internal.topo.Topology.Container;
 import org.jccl.internal.topo.Topology.Gid;
@@ -257,8 +258,8 @@ public final class Doctor {
     }
 
     private List<RdmaDevice> allowedRdma() {
-        HcaSpec spec = HcaSpec.parse(Settings.IB_HCA.getString(config));
-        return t.rdmaDevices().stream().filter(d -> d.ports().stream().anyMatch(p -> spec.allows(d.name(), p.number()))).toList();
+        DeviceList spec = DeviceList.parse(Settings.IB_HCA.name(), Settings.IB_HCA.getString(config), true);
+        return t.rdmaDevices().stream().filter(d -> d.ports().stream().anyMatch(p -> spec.accepts(d.name(), p.number()))).toList();
     }
 
     // ------------------------------------------------------------------ the checks
@@ -599,16 +600,16 @@ public final class Doctor {
                     : pass(id, "JCCL_IB_HCA is unset: every device with an active port may be used (" + String.join(", ",
                             t.rdmaDevices().stream().filter(RdmaDevice::active).map(RdmaDevice::name).toList()) + ")");
         }
-        HcaSpec spec;
+        DeviceList spec;
         try {
-            spec = HcaSpec.parse(raw);
-        } catch (IllegalArgumentException e) {
+            spec = DeviceList.parse(Settings.IB_HCA.name(), raw, true);
+        } catch (ConfigException e) {
             return fail(id, e.getMessage(), "write JCCL_IB_HCA as name[:port],... (e.g. mlx5_0:1,mlx5_1:1)");
         }
         List<String> missing = new ArrayList<>();
         List<String> notes = new ArrayList<>();
-        for (HcaSpec.Entry e : spec.entries()) {
-            List<RdmaDevice> m = t.rdmaDevices().stream().filter(d -> e.matches(d.name())).toList();
+        for (DeviceList.Entry e : spec.entries()) {
+            List<RdmaDevice> m = t.rdmaDevices().stream().filter(d -> e.matchesName(d.name())).toList();
             if (m.isEmpty()) {
                 List<String> near = names.stream().filter(n -> n.startsWith(e.name()) || e.name().startsWith(n)
                         || EnvCheck.editDistance(n, e.name()) <= 2).limit(3).toList();
@@ -640,7 +641,7 @@ public final class Doctor {
 
     Finding nicAssignment() {
         String id = "nic-assignment";
-        HcaSpec spec = HcaSpec.parse(Settings.IB_HCA.getString(config));
+        DeviceList spec = DeviceList.parse(Settings.IB_HCA.name(), Settings.IB_HCA.getString(config), true);
         List<NicAssignment.Nic> nics = NicAssignment.candidates(t, spec);
         if (nics.isEmpty()) {
             return skip(id, "no NIC to assign: no RDMA device with an active port and no PCI network interface that is up");
@@ -680,7 +681,7 @@ public final class Doctor {
                 idle.add(d.name());
                 if (!d.active()) {
                     reasons.add(d.name() + ": no active port");
-                } else if (d.ports().stream().noneMatch(p -> spec.allows(d.name(), p.number()))) {
+                } else if (d.ports().stream().noneMatch(p -> spec.accepts(d.name(), p.number()))) {
                     reasons.add(d.name() + ": excluded by JCCL_IB_HCA");
                 } else {
                     reasons.add(d.name() + ": only " + ranksWithGpu + " rank(s) with a GPU");
@@ -751,7 +752,7 @@ public final class Doctor {
                     + " here: other hosts cannot reach it", "set JCCL_SOCKET_IFNAME to the interface other hosts reach this one on");
         }
         // Only when TCP carries the data (no RDMA): warn about a slow interface chosen while a faster one is up.
-        if (NicAssignment.candidates(t, HcaSpec.ALL).stream().noneMatch(NicAssignment.Nic::rdma)) {
+        if (NicAssignment.candidates(t, DeviceList.parse(Settings.IB_HCA.name(), null, true)).stream().noneMatch(NicAssignment.Nic::rdma)) {
             long chosen = t.netDevices().stream().filter(d -> d.name().equals(s.interfaceName())).mapToLong(NetDevice::speedMbps)
                     .findFirst().orElse(-1);
             NetDevice fastest = t.netDevices().stream().filter(d -> d.up() && d.pci().onPci())

@@ -6,6 +6,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import org.jccl.internal.net.DeviceList;
 import org.jccl.internal.topo.Topology.Gpu;
 import org.jccl.internal.topo.Topology.NetDevice;
 import org.jccl.internal.topo.Topology.RdmaDevice;
@@ -73,10 +74,10 @@ public final class NicAssignment {
     }
 
     /** The NICs jccl may use on {@code topo}: active RDMA devices allowed by {@code hca}, else up PCI interfaces. */
-    public static List<Nic> candidates(Topology topo, HcaSpec hca) {
+    public static List<Nic> candidates(Topology topo, DeviceList hca) {
         List<Nic> out = new ArrayList<>();
         for (RdmaDevice d : topo.rdmaDevices()) {
-            if (d.ports().stream().anyMatch(p -> p.active() && hca.allows(d.name(), p.number()))) {
+            if (d.ports().stream().anyMatch(p -> p.active() && hca.accepts(d.name(), p.number()))) {
                 out.add(new Nic(d.name(), d.pci(), true));
             }
         }
@@ -234,7 +235,7 @@ public final class NicAssignment {
      * @return the rank's NICs, primary first; empty when the host has none
      */
     public static List<Choice> forLocalRank(Topology topo, int localRank, String cudaVisibleDevices, String ibHca) {
-        List<Nic> nics = candidates(topo, HcaSpec.parse(ibHca));
+        List<Nic> nics = candidates(topo, DeviceList.parse("JCCL_IB_HCA", ibHca, true));
         if (nics.isEmpty()) {
             return List.of();
         }

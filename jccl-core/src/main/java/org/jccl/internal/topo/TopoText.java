@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.jccl.ConfigException;
+import org.jccl.internal.net.DeviceList;
 import org.jccl.internal.topo.Topology.Gpu;
 import org.jccl.internal.topo.Topology.Limits;
 import org.jccl.internal.topo.Topology.NetDevice;
@@ -167,8 +169,8 @@ public final class TopoText {
     private static void assignment(StringBuilder sb, Topology t, String cvd, String ibHca) {
         List<NicAssignment.Nic> nics;
         try {
-            nics = NicAssignment.candidates(t, HcaSpec.parse(ibHca));
-        } catch (IllegalArgumentException e) {
+            nics = NicAssignment.candidates(t, DeviceList.parse("JCCL_IB_HCA", ibHca, true));
+        } catch (ConfigException e) {
             sb.append("NIC assignment: ").append(e.getMessage()).append('\n');
             return;
         }

@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import org.jccl.ConfigException;
+import org.jccl.internal.net.DeviceList;
 import org.jccl.internal.topo.Topology.Gpu;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -32,7 +34,7 @@ class TopoNicAssignmentTest {
     @Test
     void eightGpusAndEightHcasUseEveryHcaEachThroughItsOwnSwitch() {
         Topology t = Fixtures.discover("dgx8", dir);
-        List<NicAssignment.Nic> nics = NicAssignment.candidates(t, HcaSpec.ALL);
+        List<NicAssignment.Nic> nics = NicAssignment.candidates(t, DeviceList.parse("JCCL_IB_HCA", null, true));
         assertEquals(8, nics.size());
         NicAssignment.Result r = NicAssignment.assign(gpus(t), nics, t.singleNumaNode());
         assertEquals(8, r.used().size(), "every HCA carries traffic: " + r.perGpu());
@@ -53,7 +55,7 @@ class TopoNicAssignmentTest {
     @Test
     void fourHcasForEightGpusCarryTwoGpusEachAllOnTheirSwitch() {
         Topology t = Fixtures.discover("dgx8", dir);
-        List<NicAssignment.Nic> nics = NicAssignment.candidates(t, HcaSpec.parse("mlx5_0,mlx5_2,mlx5_4,mlx5_6"));
+        List<NicAssignment.Nic> nics = NicAssignment.candidates(t, DeviceList.parse("JCCL_IB_HCA", "mlx5_0,mlx5_2,mlx5_4,mlx5_6", true));
         NicAssignment.Result r = NicAssignment.assign(gpus(t), nics, false);
         Map<String, Integer> load = new HashMap<>();
         r.perGpu().forEach(l -> {
@@ -68,7 +70,7 @@ class TopoNicAssignmentTest {
     void fourGpusWithEightHcasTakeTwoNearHcasEach() {
         Topology t = Fixtures.discover("dgx8", dir);
         List<Gpu> visible = CudaVisibleDevices.resolve(t, "0,2,4,6").visible();
-        NicAssignment.Result r = NicAssignment.assign(visible.stream().map(Gpu::pci).toList(), NicAssignment.candidates(t, HcaSpec.ALL),
+        NicAssignment.Result r = NicAssignment.assign(visible.stream().map(Gpu::pci).toList(), NicAssignment.candidates(t, DeviceList.parse("JCCL_IB_HCA", null, true)),
                 false);
         assertEquals(8, r.used().size());
         for (int i = 0; i < 4; i++) {
@@ -166,21 +168,25 @@ class TopoNicAssignmentTest {
 
     @Test
     void ibHcaMatchesExactNamesUnlessAskedForAPrefix() {
-        HcaSpec s = HcaSpec.parse("mlx5_1");
-        assertTrue(s.allows("mlx5_1", 1));
-        assertFalse(s.allows("mlx5_10", 1), "mlx5_1 never means mlx5_10");
-        HcaSpec p = HcaSpec.parse("mlx5_1*");
-        assertTrue(p.allows("mlx5_10", 1));
-        HcaSpec ports = HcaSpec.parse("=mlx5_0:1,mlx5_2");
-        assertTrue(ports.allows("mlx5_0", 1));
-        assertFalse(ports.allows("mlx5_0", 2));
-        assertTrue(ports.allows("mlx5_2", 2));
-        HcaSpec ex = HcaSpec.parse("^mlx5_3");
-        assertFalse(ex.allows("mlx5_3", 1));
-        assertTrue(ex.allows("mlx5_4", 1));
-        assertTrue(HcaSpec.parse(null).allows("anything", 1));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> HcaSpec.parse("mlx5_0:one"));
-        assertTrue(e.getMessage().contains("the port after ':' must be a number, not 'one'"), e.getMessage());
+        DeviceList s = hca("mlx5_1");
+        assertTrue(s.accepts("mlx5_1", 1));
+        assertFalse(s.accepts("mlx5_10", 1), "mlx5_1 never means mlx5_10");
+        DeviceList p = hca("mlx5_1*");
+        assertTrue(p.accepts("mlx5_10", 1));
+        DeviceList ports = hca("=mlx5_0:1,mlx5_2");
+        assertTrue(ports.accepts("mlx5_0", 1));
+        assertFalse(ports.accepts("mlx5_0", 2));
+        assertTrue(ports.accepts("mlx5_2", 2));
+        DeviceList ex = hca("^mlx5_3");
+        assertFalse(ex.accepts("mlx5_3", 1));
+        assertTrue(ex.accepts("mlx5_4", 1));
+        assertTrue(hca(null).accepts("anything", 1));
+        ConfigException e = assertThrows(ConfigException.class, () -> hca("mlx5_0:one"));
+        assertTrue(e.getMessage().contains("JCCL_IB_HCA='mlx5_0:one' is not allowed: entry 'mlx5_0:one' has port 'one'"), e.getMessage());
+    }
+
+    private static DeviceList hca(String value) {
+        return DeviceList.parse("JCCL_IB_HCA", value, true);
     }
 
     @Test
