@@ -158,6 +158,23 @@ class TlsTest {
                 assertTrue(works.get(r).join(Duration.ofSeconds(30)), "rank " + r + " did not finish after rank 3 arrived");
                 assertEquals(10, results.get(r)[0], "rank " + r);
             }
+
+            // A child communicator (dup) sets up its own control channel, over TLS too.
+            java.util.concurrent.ConcurrentHashMap<Integer, Communicator> dups = new java.util.concurrent.ConcurrentHashMap<>();
+            try {
+                Ranks.run(cs, Duration.ofSeconds(60), c -> {
+                    Communicator d = c.dup();
+                    dups.put(c.rank(), d);
+                    int[] a = {c.rank()};
+                    d.allReduce(Buffer.of(a), ReduceOp.SUM);
+                    assertEquals(6, a[0], "rank " + c.rank() + " on the dup");
+                });
+                List<String> all = Files.readAllLines(log).stream().filter(l -> l.contains(" control channel up (")).toList();
+                assertEquals(8, all.size(), all.toString());
+                assertTrue(all.stream().allMatch(l -> l.contains(" over TLS (TLSv1.3 TLS_")), all.toString());
+            } finally {
+                dups.values().forEach(Communicator::abort);
+            }
         } finally {
             comms.forEach(Communicator::abort); // a failed assertion may leave operations waiting for rank 3
             comms.forEach(Communicator::close);
