@@ -153,6 +153,13 @@ public final class ControlPlane {
         Runtime.getRuntime().addShutdownHook(new Thread(ControlPlane::atExit, "jccl-ctl-exit"));
     }
 
+    /**
+     * Loaded with this class, not when the first connection is set up: a class file cannot be opened
+     * once the process is out of file descriptors, and the error that says so must still be built.
+     */
+    private static final Object[] PRELOADED = {ConnState.OPEN, Conn.class, WireChannel.Plain.class, Tls.class,
+        org.jccl.internal.net.TlsChannel.class};
+
     private final Params p;
     private final int rank;
     private final int size;
