@@ -332,8 +332,8 @@ public final class ControlPlane {
         LIVE.add(this);
         thread.start();
         Log.trace(Log.Subsys.INIT, rank, "comm " + p.idShort() + " control channel up (" + (rank == 0 ? size - 1 + " ranks connected"
-                : "connected to rank 0") + security() + "), peer timeout " + Duration.ofNanos(timeoutNs).toMillis() + " ms, stall warning after "
-                + Duration.ofNanos(stallWarnNs).toMillis() + " ms, status file " + statusFile);
+                : "connected to rank 0") + security() + "), peer timeout " + Duration.ofNanos(timeoutNs).toMillis()
+                + " ms, stall warning after " + Duration.ofNanos(stallWarnNs).toMillis() + " ms, status file " + statusFile);
     }
 
     /** ", over TLS (TLSv1.3 TLS_AES_...)" once the connections run TLS, else "". */
