@@ -85,6 +85,69 @@ class ShrinkTest {
         }
     }
 
+    static Stream<String> transports() {
+        return Stream.of("LOCAL", "TCP", "SHM");
+    }
+
+    /**
+     * Two failures one after the other: 5 ranks, rank 4 dies, the 4 survivors shrink; then old rank 1
+     * (rank 1 of the shrunk communicator) dies, and the 3 left shrink the shrunk communicator again
+     * and finish an all-reduce with the right sum.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("transports")
+    void aShrunkCommunicatorShrinksAgainAfterASecondFailure(String transport) {
+        List<Communicator> cs = Jccl.initLocal(5, AbortReleasesResourcesTest.config(transport));
+        ConcurrentHashMap<Integer, Communicator> children = new ConcurrentHashMap<>();
+        ConcurrentHashMap<Integer, Communicator> grandchildren = new ConcurrentHashMap<>();
+        try {
+            Ranks.run(cs, Duration.ofSeconds(90), c -> {
+                int r = c.rank();
+                long[] warm = {r};
+                c.allReduce(Buffer.of(warm), ReduceOp.SUM);
+                assertArrayEquals(new long[] {10}, warm);
+                if (r == 4) {
+                    Thread.sleep(300);
+                    c.abort(); // the first failure
+                    return;
+                }
+                assertThrows(JcclException.class, () -> c.allReduce(new float[100_000], ReduceOp.SUM));
+                Communicator child = c.shrink(4);
+                children.put(r, child);
+                assertEquals(4, child.size());
+                assertEquals(r, child.rank());
+                long[] mid = {r + 1};
+                child.allReduce(Buffer.of(mid), ReduceOp.SUM);
+                assertArrayEquals(new long[] {1 + 2 + 3 + 4}, mid, "old rank " + r + " on the first shrunk communicator");
+                if (r == 1) {
+                    Thread.sleep(300);
+                    child.abort(); // the second failure, on the shrunk communicator
+                    return;
+                }
+                JcclException e = assertThrows(JcclException.class, () -> child.allReduce(new float[100_000], ReduceOp.SUM));
+                assertTrue(e.code() == ErrorCode.PEER_FAILED || e.code() == ErrorCode.ABORTED, e.toString());
+                Communicator grandchild = child.shrink(1);
+                grandchildren.put(r, grandchild);
+                assertEquals(3, grandchild.size());
+                assertEquals(r == 0 ? 0 : r - 1, grandchild.rank(), "old ranks 0, 2, 3 become 0, 1, 2");
+                double[] x = new double[1000];
+                for (int i = 0; i < x.length; i++) {
+                    x[i] = (r + 1) * 1000.0 + i;
+                }
+                grandchild.allReduce(Buffer.of(x), ReduceOp.SUM);
+                for (int i = 0; i < x.length; i++) {
+                    double want = (1 + 3 + 4) * 1000.0 + 3 * i; // old ranks 0, 2 and 3
+                    assertEquals(want, x[i], "old rank " + r + " element " + i);
+                }
+            });
+            grandchildren.values().forEach(Communicator::close);
+        } finally {
+            grandchildren.values().forEach(Communicator::abort);
+            children.values().forEach(Communicator::abort);
+            cs.forEach(Communicator::abort);
+        }
+    }
+
     @Test
     void badArgumentsAreRefusedBeforeAnythingHappens() {
         List<Communicator> cs = Jccl.initLocal(2, AbortReleasesResourcesTest.config("LOCAL"));

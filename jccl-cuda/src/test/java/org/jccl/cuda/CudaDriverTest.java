@@ -50,6 +50,27 @@ class CudaDriverTest {
     }
 
     @Test
+    void pinnedHostMemoryOutOfMemoryIsAResourceErrorNamingMemlockAndTheFix() throws Exception {
+        // What cuMemHostAlloc's CUDA_ERROR_OUT_OF_MEMORY becomes (the staging buffers of CudaCommunicator): the host, not
+        // the GPU, is short, and the locked-memory limit is named with its value now and the fix. No GPU needed.
+        org.jccl.ResourceException e = CudaDriver.hostAllocFailure(1L << 30, 1, "CUDA_ERROR_OUT_OF_MEMORY (out of memory)", 2);
+        assertEquals(ErrorCode.RESOURCE, e.code());
+        String m = e.getMessage();
+        String soft = "unknown";
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/limits"))) {
+            if (line.startsWith("Max locked memory")) {
+                soft = line.substring("Max locked memory".length()).trim().split("\\s+")[0];
+            }
+        }
+        assertTrue(m.startsWith("cuMemHostAlloc(bytes=1073741824, flags=1) failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory); the"
+                + " host could not page-lock 1073741824 bytes (1 GiB)"), m);
+        assertTrue(m.contains("RLIMIT_MEMLOCK (ulimit -l) is now " + soft), "the limit as /proc/self/limits has it (" + soft + "): " + m);
+        assertTrue(m.contains("`ulimit -l unlimited`") && m.contains("--ulimit memlock=-1") && m.contains("LimitMEMLOCK=infinity")
+                && m.contains("Kubernetes"), m);
+        assertTrue(e.getCause() instanceof CudaException ce && ce.result() == 2, String.valueOf(e.getCause()));
+    }
+
+    @Test
     @Timeout(60)
     void withoutAGpuDeviceCallsThrowACudaExceptionWithTheReason() {
         Assumptions.assumeFalse(CudaDriver.available(), "skipped: the CUDA driver is loaded here");

@@ -29,7 +29,8 @@ import picocli.CommandLine;
 /**
  * The control plane between real processes: a rank held back is named by every other rank's stall
  * line within JCCL_STALL_WARN, dumps appear and {@code jccl status} reports the stall; a rank killed
- * with SIGKILL fails the survivors' pending operation with PeerFailedException naming it; a rank
+ * with SIGKILL, or whose JVM exits (System.exit) in the middle of an operation, fails the survivors'
+ * pending operation with PeerFailedException naming it; a rank
  * stopped with SIGSTOP fails them with JcclTimeoutException between half and twice JCCL_PEER_TIMEOUT,
  * also when it is rank 0, the hub of the control channel.
  */
@@ -168,6 +169,38 @@ class ControlPlaneProcessesTest {
                 assertTrue(m.find(), out);
                 long ms = Long.parseLong(m.group(1)) - killedAt;
                 assertTrue(ms < timeout * 1000L, "failed " + ms + " ms after the kill\n" + out);
+                String msg = m.group(2);
+                assertTrue(msg.startsWith("rank " + r + ": allReduce #1 (4096 B float sum) on communicator "), msg);
+                assertTrue(msg.contains("rank 2 (host " + host() + ", pid " + victimPid + ")")
+                        || msg.contains("rank 2 (" + host() + " pid " + victimPid + ")"), msg);
+                assertTrue(out.contains("LATER org.jccl.PeerFailedException"), out);
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRankWhoseJvmExitsMidOperationFailsTheSurvivorsNamingIt() throws Exception {
+        String commId = "127.0.0.1:" + Processes.freePort();
+        String token = Processes.newToken();
+        int timeout = 10;
+        try (Processes procs = new Processes()) {
+            for (int r = 0; r < 3; r++) {
+                procs.start("rank" + r, Processes.javaMain(ControlRank.class.getName(), "exit", "2"),
+                        env(commId, token, r, 3, "JCCL_PEER_TIMEOUT", Integer.toString(timeout)));
+            }
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(90));
+            assertEquals(List.of(ControlRank.FAILED_EXIT, ControlRank.FAILED_EXIT, ControlRank.EXIT_CODE), codes, procs.outputs());
+            Matcher exiting = Pattern.compile("EXITING_AT_MS=(\\d+)").matcher(procs.get(2).output());
+            assertTrue(exiting.find(), procs.outputs());
+            long exitedAt = Long.parseLong(exiting.group(1));
+            long victimPid = pid(procs, 2);
+            for (int r = 0; r < 2; r++) {
+                String out = procs.get(r).output();
+                Matcher m = Pattern.compile("FAILED_AT_MS=(\\d+) org\\.jccl\\.PeerFailedException \\[PEER_FAILED]: (.*)").matcher(out);
+                assertTrue(m.find(), out);
+                long ms = Long.parseLong(m.group(1)) - exitedAt;
+                assertTrue(ms < timeout * 1000L, "failed " + ms + " ms after the exit (JCCL_PEER_TIMEOUT " + timeout + " s)\n" + out);
                 String msg = m.group(2);
                 assertTrue(msg.startsWith("rank " + r + ": allReduce #1 (4096 B float sum) on communicator "), msg);
                 assertTrue(msg.contains("rank 2 (host " + host() + ", pid " + victimPid + ")")

@@ -19,10 +19,15 @@ import org.jccl.ReduceOp;
  *   <li>{@code victim <victim>}: the victim sleeps (the test kills or stops it), the others call
  *       all-reduce #1; a failure prints {@code FAILED_AT_MS=<epoch ms> <exception>}, then a later
  *       call's failure {@code LATER <exception>}, and exits {@value #FAILED_EXIT}.</li>
+ *   <li>{@code exit <victim>}: as {@code victim}, but the victim waits in a receive that nobody
+ *       matches and calls {@code System.exit(}{@value #EXIT_CODE}{@code )} from another thread
+ *       after {@value #EXIT_AFTER_MS} ms: a JVM that exits in the middle of an operation.</li>
  * </ul>
  */
 public final class ControlRank {
     static final int FAILED_EXIT = 42;
+    static final int EXIT_CODE = 7;
+    static final long EXIT_AFTER_MS = 1000;
 
     private ControlRank() {
     }
@@ -46,6 +51,20 @@ public final class ControlRank {
                 while (!Files.exists(go) && System.currentTimeMillis() < end) {
                     Thread.sleep(100);
                 }
+            } else if (mode.equals("exit")) {
+                Thread exit = new Thread(() -> {
+                    try {
+                        Thread.sleep(EXIT_AFTER_MS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    System.out.println("EXITING_AT_MS=" + System.currentTimeMillis());
+                    System.out.flush();
+                    System.exit(EXIT_CODE);
+                });
+                exit.start();
+                comm.recv(Buffer.of(new float[8]), (rank + 1) % comm.size()); // nobody sends: the JVM exits inside it
+                Thread.sleep(600_000);
             } else {
                 Thread.sleep(600_000);
             }

@@ -116,8 +116,9 @@ final class NetNamespaces implements AutoCloseable {
         String tc = tool("tc");
         Assumptions.assumeTrue(tc != null, "the tc command (Debian package iproute2) is not installed: apt-get install iproute2");
         Result r = exec(inHost(i, List.of(tc, "qdisc", "add", "dev", IFNAME, "root", "netem", "delay", ms + "ms")));
-        Assumptions.assumeTrue(r.code == 0, "tc netem is not available: the kernel lacks the sch_netem queueing discipline"
-                + " (module sch_netem; Debian kernels ship it); tc said: " + r.out.strip());
+        Assumptions.assumeTrue(r.code == 0, "tc netem is not available: kernel " + System.getProperty("os.version") + " lacks the"
+                + " sch_netem queueing discipline (Debian kernels ship it as a module: `modprobe sch_netem` as root on the host, which"
+                + " .ci/run does; a container cannot load it); tc said: " + r.out.strip());
     }
 
     /**

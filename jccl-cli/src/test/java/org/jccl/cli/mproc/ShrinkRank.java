@@ -11,9 +11,10 @@ import org.jccl.ReduceOp;
 /**
  * A rank program for the shrink test: joins the job, runs a warm-up all-reduce, prints
  * {@code READY rank <r> pid <p>}, then all-reduces in a loop (checking every sum) until one fails,
- * which it must once the test kills a rank. On the failure it prints
+ * which it must once the test kills a rank (or several). On the failure it prints
  * {@code FAILED peer <peerRank> <exception>} (peer -1 when the exception is no
- * PeerFailedException), calls {@code shrink(args[0])}, all-reduces on the new communicator and
+ * PeerFailedException), calls {@code shrink} with the ranks in {@code args[0]} (comma-separated:
+ * the ranks the test kills), all-reduces on the new communicator and
  * prints {@code SHRUNK old rank <r> new rank <r'> size <n> x0 <first element> wrong <mismatches>},
  * closes the new communicator and exits 0. A wrong sum in the loop exits {@value #WRONG_EXIT}; a
  * loop that never fails exits {@value #NO_FAILURE_EXIT}.
@@ -35,7 +36,7 @@ public final class ShrinkRank {
     }
 
     public static void main(String[] args) throws Exception {
-        int dead = Integer.parseInt(args[0]);
+        int[] dead = java.util.Arrays.stream(args[0].split(",")).mapToInt(Integer::parseInt).toArray();
         Communicator comm = Jccl.init(Config.fromEnvironment());
         int rank = comm.rank();
         int size = comm.size();
@@ -86,7 +87,8 @@ public final class ShrinkRank {
         for (int i = 0; i < y.length; i++) {
             double w = 0;
             for (int q = 0; q < size; q++) {
-                if (q != dead) {
+                final int rq = q;
+                if (java.util.Arrays.stream(dead).noneMatch(d -> d == rq)) {
                     w += childValue(q, i);
                 }
             }

@@ -52,8 +52,8 @@ public final class Settings {
             "1 adds a CRC32C to every TCP stripe and checks it on receipt: a corrupted stripe fails the operation naming the peer"
                     + " instead of returning a wrong result (the lower rank of each pair decides for the pair)");
     public static final Setting TLS = Setting.define("JCCL_TLS", null, BOOL, "0", 0, 0,
-            "1 runs mutual TLS 1.3 (JDK javax.net.ssl) on every bootstrap and TCP data connection; needs JCCL_TLS_KEYSTORE and"
-                    + " JCCL_TLS_TRUSTSTORE; set alike on every rank");
+            "1 runs mutual TLS 1.3 (JDK javax.net.ssl) on every bootstrap, control-channel and TCP data connection; needs"
+                    + " JCCL_TLS_KEYSTORE and JCCL_TLS_TRUSTSTORE; set alike on every rank");
     public static final Setting TLS_KEYSTORE = Setting.define("JCCL_TLS_KEYSTORE", null, STRING, null, 0, 0,
             "PKCS12 or JKS file with this rank's private key and certificate chain (for JCCL_TLS=1)");
     public static final Setting TLS_KEYSTORE_PASSWORD = Setting.define("JCCL_TLS_KEYSTORE_PASSWORD", null, STRING, null, 0, 0,

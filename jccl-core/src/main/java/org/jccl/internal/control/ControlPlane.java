@@ -32,6 +32,8 @@ import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.net.Tls;
+import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.PeerInfo;
 
 /**
@@ -98,6 +100,8 @@ public final class ControlPlane {
     private final class Conn {
         final int peer;
         final SocketChannel ch;
+        /** What frames are read from and written to: the socket, or TLS over it ({@code JCCL_TLS=1}). */
+        final WireChannel w;
         final ByteBuffer header = ByteBuffer.allocate(ControlWire.HEADER);
         ByteBuffer payload;
         final ArrayDeque<ByteBuffer> out = new ArrayDeque<>();
@@ -108,9 +112,10 @@ public final class ControlPlane {
         ConnState state = ConnState.OPEN;
         SelectionKey key;
 
-        Conn(int peer, SocketChannel ch) {
+        Conn(int peer, WireChannel w) {
             this.peer = peer;
-            this.ch = ch;
+            this.ch = w.socket();
+            this.w = w;
             long now = System.nanoTime();
             lastHeard = now;
             lastSent = now;
@@ -153,6 +158,13 @@ public final class ControlPlane {
         Runtime.getRuntime().addShutdownHook(new Thread(ControlPlane::atExit, "jccl-ctl-exit"));
     }
 
+    /**
+     * Loaded with this class, not when the first connection is set up: a class file cannot be opened
+     * once the process is out of file descriptors, and the error that says so must still be built.
+     */
+    private static final Object[] PRELOADED = {ConnState.OPEN, Conn.class, WireChannel.Plain.class, Tls.class,
+        org.jccl.internal.net.TlsChannel.class};
+
     private final Params p;
     private final int rank;
     private final int size;
@@ -168,6 +180,10 @@ public final class ControlPlane {
     /** Hub: the communicator was closed here and the control thread goes on supervising until {@link #lingerUntil}. */
     private boolean lingering;
     private long lingerUntil;
+    /** TLS for the control connections ({@code JCCL_TLS=1}), or null. */
+    private final Tls tls;
+    /** Why the hub dropped the last connection it could not admit, for the message when a rank never arrives. */
+    private String lastDrop;
     private final Path0 dumpDir;
     private final Selector selector;
     /** Index = peer rank at the hub; index 0 elsewhere (the hub). */
@@ -286,6 +302,7 @@ public final class ControlPlane {
         this.conns = new Conn[rank == 0 ? size : 1];
         this.left = new java.util.concurrent.atomic.AtomicIntegerArray(size);
         this.leftReason = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
+        this.tls = Tls.fromConfig(cfg);
         this.selector = Selector.open();
         boolean ok = false;
         ServerSocketChannel ss = null;
@@ -331,8 +348,18 @@ public final class ControlPlane {
         LIVE.add(this);
         thread.start();
         Log.trace(Log.Subsys.INIT, rank, "comm " + p.idShort() + " control channel up (" + (rank == 0 ? size - 1 + " ranks connected"
-                : "connected to rank 0") + "), peer timeout " + Duration.ofNanos(timeoutNs).toMillis() + " ms, stall warning after "
-                + Duration.ofNanos(stallWarnNs).toMillis() + " ms, status file " + statusFile);
+                : "connected to rank 0") + security() + "), peer timeout " + Duration.ofNanos(timeoutNs).toMillis()
+                + " ms, stall warning after " + Duration.ofNanos(stallWarnNs).toMillis() + " ms, status file " + statusFile);
+    }
+
+    /** ", over TLS (TLSv1.3 TLS_AES_...)" once the connections run TLS, else "". */
+    private String security() {
+        for (Conn c : conns) {
+            if (c != null && c.w instanceof org.jccl.internal.net.TlsChannel t) {
+                return ", over TLS (" + t.describeSession() + ")";
+            }
+        }
+        return "";
     }
 
     private byte[] hello(int r) {
@@ -355,7 +382,8 @@ public final class ControlPlane {
                         }
                     }
                     throw new JcclTimeoutException("rank 0: ranks " + absent + " did not open their control connection to communicator "
-                            + p.idShort() + " within " + timeout.toSeconds() + " s (" + Settings.CONNECT_TIMEOUT.name() + ")");
+                            + p.idShort() + " within " + timeout.toSeconds() + " s (" + Settings.CONNECT_TIMEOUT.name() + ")"
+                            + (lastDrop != null ? "; the last connection dropped: " + lastDrop : ""));
                 }
                 sel.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
                 sel.selectedKeys().clear();
@@ -373,7 +401,8 @@ public final class ControlPlane {
     /** Runs the handshake on an accepted socket; returns the rank it belongs to, or -1 (dropped, logged). */
     private int admit(SocketChannel ch) {
         try {
-            byte[] hello = Handshake.accept(ch, p.secret(), Handshake.Kind.CONTROL, Duration.ofSeconds(5));
+            WireChannel w = Tls.wrap(tls, ch, false, null);
+            byte[] hello = Handshake.accept(w, p.secret(), Handshake.Kind.CONTROL, Duration.ofSeconds(5));
             ByteBuffer h = ByteBuffer.wrap(hello);
             byte[] id = new byte[p.commId().length];
             if (hello.length != id.length + 4) {
@@ -387,9 +416,10 @@ public final class ControlPlane {
             if (r < 1 || r >= size || conns[r] != null) {
                 throw new JcclException(ErrorCode.PROTOCOL, "control connection claims rank " + r + " (taken or outside [1, " + size + "))");
             }
-            conns[r] = new Conn(r, ch);
+            conns[r] = new Conn(r, w);
             return r;
         } catch (IOException | JcclException e) {
+            lastDrop = e.getMessage();
             Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": control connection dropped: " + e.getMessage());
             closeQuietly(ch);
             return -1;
@@ -404,8 +434,11 @@ public final class ControlPlane {
             SocketChannel ch = SocketChannel.open();
             try {
                 ch.socket().connect(hub, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-                Handshake.connect(ch, p.secret(), Handshake.Kind.CONTROL, hello(rank), Duration.ofSeconds(10));
-                conns[0] = new Conn(0, ch);
+                // A TLS failure (untrusted certificate, a hub without TLS) is a JcclException naming TLS and the hub: not retried.
+                WireChannel w = Tls.wrap(tls, ch, true, "the control channel of " + describe(0) + " at "
+                        + hub.getAddress().getHostAddress() + ":" + hub.getPort());
+                Handshake.connect(w, p.secret(), Handshake.Kind.CONTROL, hello(rank), Duration.ofSeconds(10));
+                conns[0] = new Conn(0, w);
                 return;
             } catch (IOException e) {
                 closeQuietly(ch);
@@ -621,6 +654,15 @@ public final class ControlPlane {
 
     private void loop() {
         try {
+            if (tls != null) {
+                // Frames that arrived with the handshake's last TLS records are already in the channel: the selector will not
+                // report them.
+                for (Conn c : conns) {
+                    if (c != null && !stopped) {
+                        read(c);
+                    }
+                }
+            }
             while (!stopped) {
                 Runnable t;
                 while ((t = tasks.poll()) != null) {
@@ -856,15 +898,23 @@ public final class ControlPlane {
             }
             while (!c.out.isEmpty() && c.ch.isOpen() && System.nanoTime() < deadline) {
                 try {
-                    if (c.ch.write(c.out.peek()) == 0) {
+                    if (c.w.write(c.out.peek()) == 0) {
                         Thread.onSpinWait();
                     }
                     if (!c.out.peek().hasRemaining()) {
                         c.out.poll();
                     }
-                } catch (IOException e) {
+                } catch (IOException | RuntimeException e) {
                     break;
                 }
+            }
+            try {
+                // TLS: the records of the last frames may still wait in the channel.
+                while (c.ch.isOpen() && !c.w.flush() && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+            } catch (IOException | RuntimeException e) {
+                // closing either way
             }
             closeQuietly(c.ch);
         }
@@ -917,12 +967,13 @@ public final class ControlPlane {
         c.lastSent = System.nanoTime();
         if (c.out.isEmpty()) {
             try {
-                c.ch.write(frame);
-            } catch (IOException e) {
+                c.w.write(frame);
+                // Done when the frame is written and (TLS) no record of it waits in the channel.
+                if (!frame.hasRemaining() && c.w.flush()) {
+                    return;
+                }
+            } catch (IOException | JcclException e) {
                 lost(c);
-                return;
-            }
-            if (!frame.hasRemaining()) {
                 return;
             }
         }
@@ -943,15 +994,18 @@ public final class ControlPlane {
             while (!c.out.isEmpty()) {
                 ByteBuffer b = c.out.peek();
                 int before = b.remaining();
-                c.ch.write(b);
+                c.w.write(b);
                 c.outBytes -= before - b.remaining();
                 if (b.hasRemaining()) {
                     return;
                 }
                 c.out.poll();
             }
+            if (!c.w.flush()) {
+                return; // TLS records still wait for the socket: stay interested in writing
+            }
             c.key.interestOps(SelectionKey.OP_READ);
-        } catch (IOException e) {
+        } catch (IOException | JcclException e) {
             lost(c);
         }
     }
@@ -960,25 +1014,31 @@ public final class ControlPlane {
         try {
             while (true) {
                 if (c.payload == null) {
-                    int n = c.ch.read(c.header);
+                    int n = c.w.read(c.header);
                     if (n < 0) {
                         lost(c);
                         return;
                     }
                     if (c.header.hasRemaining()) {
-                        return;
+                        if (n == 0) {
+                            return;
+                        }
+                        continue; // read until nothing comes: TLS may hold more records than the socket reports
                     }
                     int len = ControlWire.payloadLength(c.header, describe(c.peer));
                     c.payload = ByteBuffer.allocate(len);
                 }
                 if (c.payload.hasRemaining()) {
-                    int n = c.ch.read(c.payload);
+                    int n = c.w.read(c.payload);
                     if (n < 0) {
                         lost(c);
                         return;
                     }
                     if (c.payload.hasRemaining()) {
-                        return;
+                        if (n == 0) {
+                            return;
+                        }
+                        continue;
                     }
                 }
                 int type = c.header.get(1) & 0xFF;

@@ -15,7 +15,7 @@ import org.jccl.ConfigException;
 import org.jccl.internal.config.Settings;
 
 /**
- * Optional TLS for every jccl socket (bootstrap and TCP data), from {@code JCCL_TLS=1} with
+ * Optional TLS for every jccl socket (bootstrap, control channel and TCP data), from {@code JCCL_TLS=1} with
  * {@code JCCL_TLS_KEYSTORE} (this rank's private key and certificate chain, PKCS12 or JKS),
  * {@code JCCL_TLS_KEYSTORE_PASSWORD} and {@code JCCL_TLS_TRUSTSTORE} (the CA certificate(s) every
  * peer's certificate must chain to; {@code JCCL_TLS_TRUSTSTORE_PASSWORD}, default the keystore's).

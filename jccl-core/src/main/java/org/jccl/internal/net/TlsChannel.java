@@ -168,10 +168,12 @@ public final class TlsChannel implements WireChannel {
         try {
             r = engine.wrap(srcs, offset, length, netOut);
         } catch (SSLException e) {
-            throw tlsFailure(e, null);
-        } finally {
+            // A failure found while checking the peer's certificate (a delegated task) surfaces here.
             netOut.flip();
+            sendAlert();
+            throw tlsFailure(e, null);
         }
+        netOut.flip();
         if (r.getStatus() == SSLEngineResult.Status.CLOSED) {
             throw new IOException("the TLS session with " + peer + " is closed");
         }
@@ -191,11 +193,13 @@ public final class TlsChannel implements WireChannel {
             try {
                 r = engine.unwrap(netIn, appIn);
             } catch (SSLException e) {
-                throw tlsFailure(e, null);
-            } finally {
                 netIn.compact();
                 appIn.flip();
+                sendAlert();
+                throw tlsFailure(e, null);
             }
+            netIn.compact();
+            appIn.flip();
             switch (r.getStatus()) {
                 case OK -> {
                     if (r.bytesConsumed() > 0 || r.bytesProduced() > 0) {
@@ -232,12 +236,41 @@ public final class TlsChannel implements WireChannel {
         }
     }
 
+    /**
+     * Sends the alert the engine made for a failure it found in the peer's records (an untrusted
+     * certificate, say), best effort, so the peer learns why instead of seeing its connection close:
+     * in TLS 1.3 a client finishes its handshake before the server has checked its certificate.
+     */
+    private void sendAlert() {
+        try {
+            engine.closeOutbound();
+            for (int i = 0; i < 4 && !engine.isOutboundDone(); i++) {
+                if (!flush()) {
+                    return;
+                }
+                netOut.clear();
+                SSLEngineResult r;
+                try {
+                    r = engine.wrap(EMPTY, netOut);
+                } finally {
+                    netOut.flip();
+                }
+                if (r.bytesProduced() == 0) {
+                    break;
+                }
+            }
+            flush();
+        } catch (IOException | RuntimeException e) {
+            // The connection is dropped either way.
+        }
+    }
+
     private JcclException tlsFailure(SSLException e, String what) {
         String reason = what != null ? what : e.getMessage();
         String m = reason == null ? "" : reason;
         String hint = "";
         if (m.contains("PKIX") || m.contains("certification path") || m.contains("unknown_ca") || m.contains("certificate_unknown")
-                || m.contains("bad_certificate") || m.contains("Empty client certificate chain")) {
+                || m.contains("bad_certificate") || m.contains("Empty client certificate chain") || m.contains("certificate_required")) {
             hint = ": the certificates do not chain to a CA in the trust store. Give every rank a key and certificate"
                     + " (JCCL_TLS_KEYSTORE) signed by a CA that JCCL_TLS_TRUSTSTORE of every rank holds";
         } else if (m.contains("Unsupported or unrecognized SSL message") || m.contains("plaintext")) {

@@ -84,27 +84,42 @@ public final class CommunicatorFactory {
             futures.add(pool.submit(() -> init(id, rank, n, config, false)));
         }
         List<Communicator> comms = new ArrayList<>();
-        RuntimeException failure = null;
+        List<RuntimeException> failures = new ArrayList<>();
         for (Future<Communicator> f : futures) {
             try {
                 comms.add(f.get());
             } catch (ExecutionException e) {
-                if (failure == null) {
-                    failure = e.getCause() instanceof RuntimeException re ? re
-                            : new JcclException(ErrorCode.INTERNAL, "initLocal failed: " + e.getCause(), e.getCause());
-                }
+                failures.add(e.getCause() instanceof RuntimeException re ? re
+                        : new JcclException(ErrorCode.INTERNAL, "initLocal failed: " + e.getCause(), e.getCause()));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                failure = new JcclException(ErrorCode.ABORTED, "interrupted during initLocal", e);
+                failures.add(new JcclException(ErrorCode.ABORTED, "interrupted during initLocal", e));
             }
         }
         pool.shutdown();
+        RuntimeException failure = cause(failures);
         if (failure != null) {
             comms.forEach(Communicator::abort);
             root.close();
             throw failure;
         }
         return List.copyOf(comms);
+    }
+
+    /**
+     * The failure to report when ranks of one JVM failed to initialise: the first (in rank order) that
+     * is not a consequence of another rank's failure (a timeout waiting for it, its connection gone,
+     * an abort), e.g. the rank that ran out of file descriptors rather than rank 0 that waited for it;
+     * the first one when all are consequences. Null when nothing failed.
+     */
+    static RuntimeException cause(List<RuntimeException> failures) {
+        for (RuntimeException f : failures) {
+            if (!(f instanceof JcclException je) || (je.code() != ErrorCode.TIMEOUT && je.code() != ErrorCode.PEER_FAILED
+                    && je.code() != ErrorCode.ABORTED)) {
+                return f;
+            }
+        }
+        return failures.isEmpty() ? null : failures.getFirst();
     }
 
     /** What the bootstrap step does once this rank's endpoints are open. */

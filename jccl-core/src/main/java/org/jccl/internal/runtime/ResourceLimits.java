@@ -5,9 +5,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Turns the operating system's "out of file descriptors" into words a user can act on: which limit
- * was reached, its value now (from /proc/self/limits) and how to raise it. Used where jccl opens
- * sockets, selectors and files for a peer.
+ * Turns the operating system's "out of file descriptors" and "cannot lock memory" into words a user
+ * can act on: which limit was reached, its value now (from /proc/self/limits) and how to raise it.
+ * Used where jccl opens sockets, selectors and files for a peer, and where jccl-cuda page-locks
+ * host memory for staging (jccl-core itself locks no memory: no mlock, no pinned segments).
  */
 public final class ResourceLimits {
     private ResourceLimits() {
@@ -49,6 +50,46 @@ public final class ResourceLimits {
                 + " LimitNOFILE=65536 for a systemd service, `docker run --ulimit nofile=65536:65536`, or nofile in"
                 + " /etc/security/limits.conf; each rank needs about one descriptor per socket to each peer"
                 + " (JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD) plus a few of its own";
+    }
+
+    /**
+     * Why page-locking {@code bytes} of host memory failed and how to fix it: "... RLIMIT_MEMLOCK (ulimit -l) is now
+     * 65536 bytes (64 KiB), hard limit ...: raise it, e.g. `ulimit -l unlimited` ...". The values are read now
+     * (prlimit may have changed them since the process started).
+     */
+    public static String lockedMemoryAdvice(long bytes) {
+        String[] now = limit("Max locked memory");
+        return "the host could not page-lock " + bytes + " bytes (" + binary(bytes) + ") of memory: either host memory is short, or"
+                + " the locked-memory limit stops it: RLIMIT_MEMLOCK (ulimit -l) is now " + bytesLimit(now[0]) + ", hard limit "
+                + bytesLimit(now[1]) + ". Raise it: `ulimit -l unlimited` in the shell that starts the job (up to the hard limit"
+                + " without root), LimitMEMLOCK=infinity for a systemd service, `docker run --ulimit memlock=-1`, '* - memlock"
+                + " unlimited' in /etc/security/limits.conf; on Kubernetes, where pod specs cannot set ulimits, raise the container"
+                + " runtime's default (LimitMEMLOCK=infinity in containerd.service or docker.service on the node). Or free host"
+                + " memory, or use smaller messages";
+    }
+
+    private static String bytesLimit(String v) {
+        if (v.equals("unlimited") || v.equals("unknown")) {
+            return v;
+        }
+        try {
+            long b = Long.parseLong(v);
+            return b + " bytes (" + binary(b) + ")";
+        } catch (NumberFormatException e) {
+            return v;
+        }
+    }
+
+    /** 65536 -> "64 KiB", 1536 -> "1.5 KiB". */
+    static String binary(long b) {
+        String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
+        double v = b;
+        int u = 0;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return (v == Math.rint(v) ? Long.toString((long) v) : String.format(java.util.Locale.ROOT, "%.1f", v)) + " " + units[u];
     }
 
     /** The soft and hard value of a line of /proc/self/limits, or "unknown". */

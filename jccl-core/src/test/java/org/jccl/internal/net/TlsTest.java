@@ -35,9 +35,11 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code JCCL_TLS=1} end to end over loopback, with key and trust stores made at test time by the
  * JDK's keytool (two throw-away CAs, A and B, each signing one rank certificate; nothing is
  * committed). Trusted: 4 ranks bootstrap and all-reduce (small and 1 MiB, so many TLS records)
- * correctly over TLS. Untrusted: a rank whose certificate comes from a CA the others do not trust is
- * refused with an error that names TLS and the peer, quickly, at the bootstrap root or on the data
- * connection; a peer without TLS is refused by a TLS port.
+ * correctly over TLS, and their control channel (TLS too) carries heartbeats through an idle spell
+ * longer than the peer timeout and a stall report. Untrusted: a rank whose certificate comes from a
+ * CA the others do not trust is refused with an error that names TLS and the peer, quickly, at the
+ * bootstrap root, on the control channel or on a data connection; a peer without TLS is refused by a
+ * TLS port.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class TlsTest {
@@ -98,8 +100,10 @@ class TlsTest {
         Path log = dir.resolve("net.log");
         List<Communicator> comms = List.of();
         try {
-            Log.configure(new Log.Options(Log.Level.INFO, EnumSet.of(Log.Subsys.NET), log.toString(), false));
-            comms = Jccl.initLocal(4, tls("rankA.p12", "trustA.p12"));
+            Log.configure(new Log.Options(Log.Level.TRACE, EnumSet.of(Log.Subsys.NET, Log.Subsys.INIT), log.toString(), false));
+            // Peer timeout 4 s: heartbeats must cross the (TLS) control channel during the idle spell below.
+            comms = Jccl.initLocal(4, tls("rankA.p12", "trustA.p12").with("JCCL_PEER_TIMEOUT", "4").with("JCCL_STALL_WARN", "3")
+                    .with("JCCL_DUMP_DIR", dir.resolve("dumps").toString()));
             Ranks.run(comms, Duration.ofSeconds(120), c -> {
                 for (int size : new int[] {1, 1000, 262_147}) {
                     int[] a = new int[size];
@@ -119,10 +123,68 @@ class TlsTest {
             for (String l : links) {
                 assertTrue(l.endsWith(", TLS)"), "a data connection without TLS: " + l);
             }
+            // Every rank's control connection negotiated TLS 1.3 (the hub's line counts its 3 accepted connections).
+            List<String> control = Files.readAllLines(log).stream().filter(l -> l.contains(" control channel up (")).toList();
+            assertEquals(4, control.size(), control.toString());
+            for (String l : control) {
+                assertTrue(l.contains(" over TLS (TLSv1.3 TLS_"), "a control channel without TLS: " + l);
+            }
+
+            // Idle for 1.5 x the peer timeout: only heartbeats over the TLS control channel keep the ranks from timing out.
+            Thread.sleep(6_000);
+            List<Communicator> cs = comms;
+            Ranks.run(cs, Duration.ofSeconds(60), c -> c.barrier());
+
+            // A stall report: rank 3 holds back; ranks 0-2 learn (REQUEST, COLLECT, STATE, REPORT over TLS) who is behind.
+            List<org.jccl.Work> works = new ArrayList<>();
+            List<int[]> results = new ArrayList<>();
+            for (int r = 0; r < 3; r++) {
+                int[] a = {r + 1};
+                results.add(a);
+                works.add(cs.get(r).allReduceAsync(Buffer.of(a), Buffer.of(a), ReduceOp.SUM));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+            for (int r = 0; r < 3; r++) {
+                // The last line this rank logged (a slow start on a loaded machine may have logged an earlier one).
+                String line;
+                while (!heldBack(line = ((org.jccl.internal.runtime.CommunicatorImpl) cs.get(r)).control().lastStallLine())
+                        && System.nanoTime() < deadline) {
+                    Thread.sleep(50);
+                }
+                assertTrue(heldBack(line), "rank " + r + ": " + line);
+            }
+            cs.get(3).allReduce(Buffer.of(new int[] {4}), ReduceOp.SUM);
+            for (int r = 0; r < 3; r++) {
+                assertTrue(works.get(r).join(Duration.ofSeconds(30)), "rank " + r + " did not finish after rank 3 arrived");
+                assertEquals(10, results.get(r)[0], "rank " + r);
+            }
+
+            // A child communicator (dup) sets up its own control channel, over TLS too.
+            java.util.concurrent.ConcurrentHashMap<Integer, Communicator> dups = new java.util.concurrent.ConcurrentHashMap<>();
+            try {
+                Ranks.run(cs, Duration.ofSeconds(60), c -> {
+                    Communicator d = c.dup();
+                    dups.put(c.rank(), d);
+                    int[] a = {c.rank()};
+                    d.allReduce(Buffer.of(a), ReduceOp.SUM);
+                    assertEquals(6, a[0], "rank " + c.rank() + " on the dup");
+                });
+                List<String> all = Files.readAllLines(log).stream().filter(l -> l.contains(" control channel up (")).toList();
+                assertEquals(8, all.size(), all.toString());
+                assertTrue(all.stream().allMatch(l -> l.contains(" over TLS (TLSv1.3 TLS_")), all.toString());
+            } finally {
+                dups.values().forEach(Communicator::abort);
+            }
         } finally {
+            comms.forEach(Communicator::abort); // a failed assertion may leave operations waiting for rank 3
             comms.forEach(Communicator::close);
             Log.configure(saved);
         }
+    }
+
+    private static boolean heldBack(String stallLine) {
+        return stallLine != null && stallLine.startsWith("all_reduce #") && stallLine.contains(" stalled ")
+                && stallLine.contains("ranks 0-2 wait; rank 3 (host ");
     }
 
     @Test
@@ -138,44 +200,96 @@ class TlsTest {
 
     @Test
     void untrustedCaOnADataConnectionFailsNamingTlsAndThePeer() throws Exception {
-        // The root (cert A) trusts A and B; rank 0 (cert A) trusts A only; rank 1 (cert B) trusts A and B. Bootstrap passes
-        // both ways, but rank 0 refuses rank 1's certificate when it opens their data connection.
+        // The root (cert A) and rank 0, the control hub (cert A), trust A and B; rank 1 (cert A) trusts A only; rank 2
+        // (cert B) trusts A and B. Bootstrap and the control channel (every rank to rank 0) pass, but rank 1 refuses rank 2's
+        // certificate when it opens their data connection (the lower rank connects).
         JcclId id = JcclId.create(tls("rankA.p12", "trustAB.p12"));
-        Config[] cfg = {tls("rankA.p12", "trustA.p12"), tls("rankB.p12", "trustAB.p12")};
-        ExecutorService pool = Executors.newFixedThreadPool(2);
+        Config[] cfg = {tls("rankA.p12", "trustAB.p12"), tls("rankA.p12", "trustA.p12"), tls("rankB.p12", "trustAB.p12")};
+        ExecutorService pool = Executors.newFixedThreadPool(3);
         List<Communicator> comms = new ArrayList<>();
         try {
             List<Future<Communicator>> fs = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
+            for (int r = 0; r < 3; r++) {
                 int rank = r;
-                fs.add(pool.submit(() -> Jccl.init(id, rank, 2, cfg[rank])));
+                fs.add(pool.submit(() -> Jccl.init(id, rank, 3, cfg[rank])));
             }
             for (Future<Communicator> f : fs) {
                 comms.add(f.get(60, TimeUnit.SECONDS));
             }
-            List<Future<Throwable>> runs = new ArrayList<>();
-            for (Communicator c : comms) {
-                runs.add(pool.submit(() -> {
-                    try {
-                        c.allReduce(Buffer.of(new int[] {1}), ReduceOp.SUM);
-                        return null;
-                    } catch (RuntimeException ex) {
-                        c.abort(); // the peer must not wait for a rank that gave up
-                        return ex;
-                    }
-                }));
-            }
-            Throwable rank0 = runs.get(0).get(60, TimeUnit.SECONDS);
-            Throwable rank1 = runs.get(1).get(60, TimeUnit.SECONDS);
-            assertTrue(rank0 instanceof JcclException, "rank 0 must fail: " + rank0);
-            assertTrue(rank1 != null, "rank 1 cannot complete without rank 0");
-            String m = rank0.getMessage();
-            assertTrue(m.contains("TLS with rank 1 (") && m.contains(" at 127.0.0.1:"), m);
+            // Rank 1 sends to rank 2: the one pair whose TLS fails.
+            Communicator c1 = comms.get(1);
+            Communicator c2 = comms.get(2);
+            Future<Throwable> sender = pool.submit(() -> {
+                try {
+                    c1.sendAsync(Buffer.of(new int[] {1}), 2).join();
+                    return null;
+                } catch (RuntimeException ex) {
+                    c1.abort(); // the peer must not wait for a rank that gave up
+                    return ex;
+                }
+            });
+            Future<Throwable> receiver = pool.submit(() -> {
+                try {
+                    c2.recvAsync(Buffer.of(new int[1]), 1).join();
+                    return null;
+                } catch (RuntimeException ex) {
+                    return ex;
+                }
+            });
+            Throwable rank1 = sender.get(60, TimeUnit.SECONDS);
+            Throwable rank2 = receiver.get(60, TimeUnit.SECONDS);
+            assertTrue(rank1 instanceof JcclException, "rank 1 must fail: " + rank1);
+            assertTrue(rank2 != null, "rank 2 cannot receive without rank 1");
+            String m = rank1.getMessage();
+            assertTrue(m.contains("TLS with rank 2 (") && m.contains(" at 127.0.0.1:"), m);
             assertTrue(m.contains("do not chain to a CA in the trust store"), m);
         } catch (ExecutionException e) {
             throw new AssertionError(e.getCause());
         } finally {
             comms.forEach(Communicator::abort);
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void untrustedCaOnTheControlChannelFailsNamingTlsAndTheHub() throws Exception {
+        // The root (cert A) trusts A and B, so both ranks bootstrap; rank 0, the control hub (cert A), trusts A only and
+        // refuses the control connection of rank 1 (cert B, trusts A and B).
+        JcclId id = JcclId.create(tls("rankA.p12", "trustAB.p12"));
+        Config[] cfg = {tls("rankA.p12", "trustA.p12"), tls("rankB.p12", "trustAB.p12")};
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        Log.Options saved = Log.options();
+        Path log = dir.resolve("warn.log");
+        try {
+            Log.configure(new Log.Options(Log.Level.WARN, EnumSet.noneOf(Log.Subsys.class), log.toString(), false));
+            long t0 = System.nanoTime();
+            List<Future<Long>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> {
+                    try (Communicator c = Jccl.init(id, rank, 2, cfg[rank])) {
+                        throw new AssertionError("rank " + rank + " must not get a communicator: " + c);
+                    }
+                }));
+            }
+            ExecutionException rank1 = assertThrows(ExecutionException.class, () -> fs.get(1).get(60, TimeUnit.SECONDS));
+            long s1 = (System.nanoTime() - t0) / 1_000_000_000L;
+            String m = rank1.getCause().getMessage();
+            assertTrue(rank1.getCause() instanceof JcclException, rank1.getCause().toString());
+            assertEquals(org.jccl.ErrorCode.AUTHENTICATION, ((JcclException) rank1.getCause()).code(), m);
+            assertTrue(m.contains("TLS with the control channel of rank 0 (host ") && m.contains(" at 127.0.0.1:"), m);
+            assertTrue(m.contains("do not chain to a CA in the trust store"), m);
+            // Not retried: refused in seconds, not at the connect timeout (10 s here; the machine is shared, so a margin).
+            assertTrue(s1 < 9, "rank 1 failed after " + s1 + " s");
+            // The hub waits out JCCL_CONNECT_TIMEOUT for rank 1 and says why its connection was dropped.
+            ExecutionException rank0 = assertThrows(ExecutionException.class, () -> fs.get(0).get(60, TimeUnit.SECONDS));
+            String m0 = rank0.getCause().getMessage();
+            assertTrue(m0.contains("ranks [1] did not open their control connection") && m0.contains("the last connection dropped: TLS"
+                    + " with the connection from 127.0.0.1:") && m0.contains("do not chain to a CA in the trust store"), m0);
+            List<String> warns = Files.readAllLines(log).stream().filter(l -> l.contains("control connection dropped: TLS with")).toList();
+            assertEquals(1, warns.size(), warns.toString());
+        } finally {
+            Log.configure(saved);
             pool.shutdownNow();
         }
     }

@@ -436,15 +436,37 @@ public final class CudaDriver {
         }
     }
 
-    /** Page-locked host memory, mapped for the devices when {@code flags} has DEVICEMAP. */
+    /**
+     * Page-locked host memory, mapped for the devices when {@code flags} has DEVICEMAP.
+     *
+     * @throws org.jccl.ResourceException when the host cannot lock the memory (CUDA_ERROR_OUT_OF_MEMORY here is host
+     *         memory, not the GPU's): names RLIMIT_MEMLOCK with its value now and how to raise it
+     */
     public static MemorySegment memHostAlloc(long bytes, int flags) {
+        int r;
+        MemorySegment p;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment v = a.allocate(ADDRESS);
-            check((int) cuMemHostAlloc.invokeExact(v, bytes, flags), "cuMemHostAlloc(bytes=" + bytes + ", flags=" + flags + ")");
-            return v.get(ADDRESS, 0).reinterpret(bytes);
+            r = (int) cuMemHostAlloc.invokeExact(v, bytes, flags);
+            p = v.get(ADDRESS, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }
+        if (r == OUT_OF_MEMORY) {
+            throw hostAllocFailure(bytes, flags, errorName(r) + " (" + errorString(r) + ")", r);
+        }
+        check(r, "cuMemHostAlloc(bytes=" + bytes + ", flags=" + flags + ")");
+        return p.reinterpret(bytes);
+    }
+
+    /** CUDA_ERROR_OUT_OF_MEMORY. */
+    static final int OUT_OF_MEMORY = 2;
+
+    /** The error for a page-locked allocation the host refused (separate so it can be tested without a GPU). */
+    public static org.jccl.ResourceException hostAllocFailure(long bytes, int flags, String what, int result) {
+        String call = "cuMemHostAlloc(bytes=" + bytes + ", flags=" + flags + ") failed: " + what;
+        return new org.jccl.ResourceException(call + "; " + org.jccl.internal.runtime.ResourceLimits.lockedMemoryAdvice(bytes),
+                new CudaException(call, result));
     }
 
     public static void memFreeHost(MemorySegment p) {
