@@ -99,7 +99,8 @@ public final class Tuner {
         Model worst = null;
         for (String t : transports) {
             Model m = model(t);
-            if (worst == null || m.alpha + m.beta * (1 << 20) > worst.alpha + worst.beta * (1 << 20)) {
+            // >=: of equal models the last name wins, so SHM+TCP (SHM priced as TCP) reads TCP, the network.
+            if (worst == null || m.alpha + m.beta * (1 << 20) >= worst.alpha + worst.beta * (1 << 20)) {
                 worst = m;
             }
         }
