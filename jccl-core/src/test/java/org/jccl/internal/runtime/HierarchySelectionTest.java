@@ -184,6 +184,38 @@ class HierarchySelectionTest {
     }
 
     @Test
+    void hierarchicalCollectivesPassTheSignatureCheck() {
+        // JCCL_CHECK=1 signs every connection an operation uses: the stages use subsets of them.
+        List<Communicator> cs = Jccl.initLocal(5, shm("a,b,a,b,b").with("JCCL_CHECK", "1")
+                .with("JCCL_ALGO", "allreduce:hier;broadcast:hier;reduce:hier;allgather:hier"));
+        try {
+            Ranks.run(cs, Duration.ofSeconds(90), c -> {
+                for (int count : new int[] {3, 70_001}) {
+                    double[] x = new double[count];
+                    java.util.Arrays.fill(x, c.rank());
+                    c.allReduce(Buffer.of(x), Buffer.of(x), ReduceOp.AVG);
+                    assertEquals(2.0, x[count - 1], 1e-12);
+                    double[] y = new double[count];
+                    java.util.Arrays.fill(y, c.rank() + 1);
+                    c.reduce(Buffer.of(y), c.rank() == 3 ? Buffer.of(y) : null, ReduceOp.MAX, 3);
+                    if (c.rank() == 3) {
+                        assertEquals(5.0, y[0]);
+                    }
+                    c.broadcast(Buffer.of(y), Buffer.of(y), 3);
+                    assertEquals(5.0, y[count - 1]);
+                    double[] all = new double[5 * count];
+                    c.allGather(Buffer.of(x), Buffer.of(all));
+                    for (int r = 0; r < 5; r++) {
+                        assertEquals(2.0, all[r * count], "block of rank " + r);
+                    }
+                }
+            });
+        } finally {
+            closeAll(cs);
+        }
+    }
+
+    @Test
     void aHostIdListMustHaveOneIdPerRank() {
         ConfigException e = assertThrows(ConfigException.class, () -> Jccl.initLocal(3, Config.defaults().with("JCCL_HOSTID", "a,b")));
         assertTrue(e.getMessage().startsWith("JCCL_HOSTID='a,b' lists 2 host ids but the job has 3 ranks; give one id per rank"),
