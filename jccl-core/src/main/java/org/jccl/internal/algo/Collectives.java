@@ -27,7 +27,7 @@ import org.jccl.spi.P2pRequest;
  * <li>allToAll: pairwise exchange (step i sends to rank+i and receives from rank-i) or Bruck;
  *     allToAllv: pairwise.</li>
  * <li>gather, scatter: direct to/from the root. barrier: dissemination (log2 n rounds of empty messages).</li>
- * <li>allReduce, broadcast, reduce, allGather of ranks on several hosts: also hierarchical
+ * <li>allReduce, broadcast, reduce, allGather, reduceScatter of ranks on several hosts: also hierarchical
  *     ({@link HierCollectives}), whose stages are these algorithms run on groups of ranks.</li>
  * </ul>
  * Where a collective has several algorithms the {@link Tuner} picks one from its cost model, within
@@ -488,6 +488,10 @@ public final class Collectives {
             return;
         }
         Tuner tu = ctx.tuner();
+        if (ctx.hierarchy() != null && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.HIER) == Algo.HIER) {
+            HierCollectives.reduceScatter(ctx, ctx.hierarchy(), s, r, count, t, op);
+            return;
+        }
         if (tu.sharedAvailable() && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.SHARED) == Algo.SHARED) {
             SharedCollectives.reduceScatter(ctx, ctx.sharedArea(), s, r, count, t, op);
             return;

@@ -27,6 +27,7 @@ import org.jccl.spi.P2pRequest;
  *     host. The model picks between the two forms ({@link Hierarchy#sliceAllReduce}).</li>
  * <li>broadcast: across hosts among the root and the first rank of every other host, then on each host.</li>
  * <li>reduce: on each host to the root (its host) or the first rank (the others), then across hosts to the root.</li>
+ * <li>reduceScatter: see {@link #reduceScatter} (a slice and a leader form, as all-reduce).</li>
  * <li>allGather: every rank's block to the first rank of its host, the hosts' blocks around a ring of
  *     those first ranks (one message per block: a host's blocks need not be contiguous in the
  *     output), the whole output broadcast on each host.</li>
@@ -183,6 +184,72 @@ public final class HierCollectives {
             long all = bytesPerRank * ctx.size();
             ctx.inGroup(local, h.intraTuner(), () -> Collectives.broadcast(ctx, r, r, all, 0));
         }
+    }
+
+    // ------------------------------------------------------------------------------------ reduceScatter
+
+    /** Slot of the reordered input of a reduce-scatter; {@link #LEADER_SLOT} holds a leader's sum. */
+    private static final int REORDERED_SLOT = 5;
+
+    /**
+     * {@code s}: the whole input (n blocks of {@code count}), {@code r}: this rank's block (may lie in
+     * {@code s}: the input is copied first). Slice form (equal hosts): the blocks reordered so that
+     * those of the i-th ranks of all hosts are adjacent (by host), a ring reduce-scatter of these L
+     * groups on each host, then a reduce-scatter of its group among the i-th ranks of every host.
+     * Leader form (any layout): the blocks reordered by host, reduced to the first rank of each host,
+     * a ring reduce-scatter of the hosts' regions among those first ranks, each block sent to its rank.
+     */
+    static void reduceScatter(OpContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+        int n = ctx.size();
+        int esz = t.size();
+        long block = t.bytes(count);
+        ReduceOp sop = stageOp(op);
+        int hosts = h.hosts();
+        int[] local = h.intraGroup();
+        MemorySegment p = ctx.scratch(REORDERED_SLOT, block * n);
+        if (h.sliceReduceScatter(block * n)) {
+            int l = local.length;
+            long at = 0;
+            for (int i = 0; i < l; i++) {
+                for (int x = 0; x < hosts; x++) {
+                    MemorySegment.copy(s, block * h.members(x)[i], p, at, block);
+                    at += block;
+                }
+            }
+            Chunks ch = Chunks.equal(hosts * count, l, ctx.chunkBytes() / esz);
+            ctx.inGroup(local, h.intraTuner(), () -> Collectives.ringReduceScatter(ctx, p, p, ch, t, sop, -1, null));
+            MemorySegment mine = p.asSlice(h.myLocal() * hosts * block, hosts * block);
+            ctx.inGroup(h.sliceGroup(), h.interTuner(), () -> Collectives.reduceScatter(ctx, mine, r, count, t, sop));
+        } else {
+            long[] lengths = new long[hosts];
+            long at = 0;
+            for (int x = 0; x < hosts; x++) {
+                for (int m : h.members(x)) {
+                    MemorySegment.copy(s, block * m, p, at, block);
+                    at += block;
+                }
+                lengths[x] = h.members(x).length * count;
+            }
+            boolean leader = h.myLocal() == 0;
+            MemorySegment acc = local.length == 1 ? p : leader ? ctx.scratch(LEADER_SLOT, block * n) : null;
+            if (local.length > 1) {
+                ctx.inGroup(local, h.intraTuner(), () -> Collectives.reduce(ctx, p, acc, count * n, t, sop, 0));
+            }
+            if (leader) {
+                Chunks ch = Chunks.sized(lengths, ctx.chunkBytes() / esz);
+                ctx.inGroup(h.leaders(ctx.rank()), h.interTuner(), () -> Collectives.ringReduceScatter(ctx, acc, acc, ch, t, sop, -1, null));
+                long base = ch.rangeOffset(h.myHost()) * esz;
+                List<P2pRequest> sends = new ArrayList<>();
+                for (int i = 1; i < local.length; i++) {
+                    sends.add(ctx.send(local[i], acc.asSlice(base + i * block, block)));
+                }
+                MemorySegment.copy(acc, base, r, 0, block);
+                ctx.awaitAll(sends);
+            } else {
+                ctx.await(ctx.recv(local[0], r));
+            }
+        }
+        Reductions.finishAvg(r, count, t, op, n);
     }
 
     private static MemorySegment block(MemorySegment r, int rank, long bytes) {

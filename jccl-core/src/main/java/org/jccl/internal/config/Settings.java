@@ -86,7 +86,7 @@ public final class Settings {
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
                     + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather, shared"
                     + " (the shared collective segment of same-host ranks), hier (hierarchical: same-host stage, then one cross-host"
-                    + " stage; all_reduce, broadcast, reduce, all_gather of ranks on several hosts);"
+                    + " stage; all_reduce, broadcast, reduce, all_gather, reduce_scatter of ranks on several hosts);"
                     + " unset: the tuner picks the cheapest by its cost model");
     public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, null, 0, 1L << 40,
             "if set: all-reduce messages up to this size use recursive doubling, larger ones ring or rabenseifner (the tuner picks);"

@@ -40,7 +40,7 @@ public final class AlgoSelector {
          */
         SHARED("shared"),
         /**
-         * Hierarchical (allReduce, broadcast, reduce, allGather), when the ranks span several hosts
+         * Hierarchical (allReduce, broadcast, reduce, allGather, reduceScatter), when the ranks span several hosts
          * and some host has more than one: a same-host stage, one cross-host stage among one rank
          * per host (or per slice), a same-host stage ({@link Hierarchy}). Its stages pick their own
          * algorithms from the others JCCL_ALGO allows.

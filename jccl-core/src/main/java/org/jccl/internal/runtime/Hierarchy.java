@@ -221,6 +221,8 @@ public final class Hierarchy {
                     + best(Coll.BROADCAST, bytes, maxLocal, intraModel, Algo.TREE, Algo.SCATTER_ALLGATHER);
             case REDUCE -> treeReduce(bytes, maxLocal, intraModel) + treeReduce(bytes, members.length, interModel);
             case ALLGATHER -> allGatherCost(bytes);
+            case REDUCESCATTER -> equal ? Math.min(sliceReduceScatterCost(bytes), leaderReduceScatterCost(bytes))
+                    : leaderReduceScatterCost(bytes);
             default -> Double.MAX_VALUE;
         };
     }
@@ -263,6 +265,43 @@ public final class Hierarchy {
         return (l - 1) * (intraModel.alpha() + m / n * intraModel.beta())
                 + (h - 1) * (l * interModel.alpha() + m / h * interModel.beta())
                 + best(Coll.BROADCAST, bytes, l, intraModel, Algo.TREE, Algo.SCATTER_ALLGATHER);
+    }
+
+    /**
+     * Whether a reduce-scatter of {@code bytes} (the whole input) takes the slice form; see
+     * {@code HierCollectives.reduceScatter}. Equal hosts only.
+     */
+    public boolean sliceReduceScatter(long bytes) {
+        return equal && maxLocal > 1 && sliceReduceScatterCost(bytes) < leaderReduceScatterCost(bytes);
+    }
+
+    /**
+     * Slice form, m the whole input: one reordering copy of m, ring reduce-scatter over the L ranks
+     * of a host ((L-1)(alpha + m/L (beta + gamma))), ring reduce-scatter of the m/L of a slice group
+     * over the H hosts ((H-1)(alpha + m/(LH) (beta + gamma))).
+     */
+    double sliceReduceScatterCost(long bytes) {
+        int l = maxLocal;
+        int h = members.length;
+        double m = bytes;
+        Tuner.Model i = intraModel;
+        Tuner.Model o = interModel;
+        return m * i.copy() + (l - 1) * (i.alpha() + m / l * (i.beta() + i.gamma()))
+                + (h - 1) * (o.alpha() + m / ((double) l * h) * (o.beta() + o.gamma()));
+    }
+
+    /**
+     * Leader form: a reordering copy of m, a binomial reduce of m to the first rank of each host, a
+     * ring reduce-scatter of the hosts' regions among those ((H-1)(alpha + m/H (beta + gamma))), and
+     * the blocks sent to the host's ranks ((L-1)(alpha + m/N beta)).
+     */
+    double leaderReduceScatterCost(long bytes) {
+        int n = hostOf.length;
+        int h = members.length;
+        double m = bytes;
+        Tuner.Model o = interModel;
+        return m * intraModel.copy() + treeReduce(bytes, maxLocal, intraModel) + (h - 1) * (o.alpha() + m / h * (o.beta() + o.gamma()))
+                + (maxLocal - 1) * (intraModel.alpha() + m / n * intraModel.beta());
     }
 
     /** Binomial reduce: d = ceil(log2 n) steps, each a message of m and a reduction of m at the root. */

@@ -304,6 +304,7 @@ public final class Tuner {
      *     (the root sends every slice to each of its d children); scatter_allgather: d alpha + (n-1)/n m beta
      *     + the cheapest allowed allGather of m bytes</li>
      * <li>reduce tree (binomial): d (alpha + m beta + m gamma)</li>
+     * <li>reduceScatter ring (m the whole input): (n-1)(alpha + m/n (beta + gamma))</li>
      * <li>allToAll pairwise: (n-1)(alpha + m/n beta); bruck: d (alpha + m/2 beta) + (2 + d) m copy (rotations, packing)</li>
      * </ul>
      */
@@ -370,6 +371,12 @@ public final class Tuner {
                     }
                     default -> {
                     }
+                }
+            }
+            case REDUCESCATTER -> {
+                if (algo == Algo.RING) {
+                    // m: the whole input (n blocks); n-1 steps, each a block sent and a block reduced.
+                    return (n - 1) * (a + m / n * (b + g));
                 }
             }
             case REDUCE -> {
