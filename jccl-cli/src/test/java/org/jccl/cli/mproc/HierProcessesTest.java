@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Four real JVMs as two "hosts" ({@code JCCL_HOSTID=a,a,b,b}, the same environment in every
  * process, each taking its rank's entry): ranks of one host id pick SHM, ranks of different ids
- * TCP, the tuner picks the hierarchical all-reduce by itself for large messages (logged under
+ * TCP, the tuner picks the hierarchical all-reduce and reduce-scatter by itself for large messages (logged under
  * TUNING), and CollectiveCheck's results are right throughout.
  */
 class HierProcessesTest {
@@ -72,6 +72,8 @@ class HierProcessesTest {
             assertTrue(r0.contains("hierarchical collectives over 2 hosts: 0, 1 | 2, 3"), r0);
             assertTrue(r0.contains("all_reduce 1200004 B 4 ranks via same-host + cross-host stages: hier (model"), r0);
             assertTrue(r0.contains("B 2 ranks via TCP, cross-host stage: "), r0);
+            // reduce-scatter of 300001 float32 per rank: 4 x 1200004 B of input
+            assertTrue(r0.contains("reduce_scatter 4800016 B 4 ranks via same-host + cross-host stages: hier (model"), r0);
         }
     }
 }
