@@ -216,6 +216,35 @@ class HierarchySelectionTest {
     }
 
     @Test
+    void aLeaderThatGoesAwayFailsEveryOtherRankInsteadOfHangingThem() throws Exception {
+        // Rank 2 leads "host" b: rank 3 waits for it in the same-host stage, ranks 0 and 1 in (or
+        // behind) the cross-host stage. Its abort must fail all three, none may wait forever.
+        List<Communicator> cs = Jccl.initLocal(4, shm("a,a,b,b").with("JCCL_ALGO", "allreduce:hier").with("JCCL_PEER_TIMEOUT", "5"));
+        try {
+            List<org.jccl.Work> works = new java.util.ArrayList<>();
+            for (int r : new int[] {0, 1, 3}) {
+                float[] x = new float[1 << 20];
+                works.add(cs.get(r).allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM));
+            }
+            Thread.sleep(300);
+            for (org.jccl.Work w : works) {
+                assertFalse(w.isDone(), "an all-reduce finished without rank 2");
+            }
+            long t0 = System.nanoTime();
+            cs.get(2).abort();
+            for (org.jccl.Work w : works) {
+                org.jccl.JcclException e = assertThrows(org.jccl.JcclException.class, w::join);
+                assertTrue(e.code() == org.jccl.ErrorCode.PEER_FAILED || e.code() == org.jccl.ErrorCode.ABORTED, e.toString());
+            }
+            long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0);
+            assertTrue(seconds < 30, "the survivors took " + seconds + " s to fail");
+        } finally {
+            cs.forEach(Communicator::abort);
+            closeAll(cs);
+        }
+    }
+
+    @Test
     void aHostIdListMustHaveOneIdPerRank() {
         ConfigException e = assertThrows(ConfigException.class, () -> Jccl.initLocal(3, Config.defaults().with("JCCL_HOSTID", "a,b")));
         assertTrue(e.getMessage().startsWith("JCCL_HOSTID='a,b' lists 2 host ids but the job has 3 ranks; give one id per rank"),
