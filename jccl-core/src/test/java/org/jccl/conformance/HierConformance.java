@@ -19,10 +19,14 @@ abstract class HierConformance extends CollectiveConformance {
     /** Host id of each rank, e.g. {@code a,a,b,b}. */
     protected abstract String layout();
 
+    /** The same-host transport: SHM (the in-JVM transport off) unless a subclass says otherwise. */
+    protected Config sameHost() {
+        return Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_CHUNK", "64K").with("JCCL_SHM_SLOTS", "4");
+    }
+
     @Override
     protected Config config() {
-        return Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_CHUNK", "64K").with("JCCL_SHM_SLOTS", "4")
-                .with("JCCL_CHUNK_SIZE", "64K").with("JCCL_HOSTID", layout()).with("JCCL_ALGO", HIER);
+        return sameHost().with("JCCL_CHUNK_SIZE", "64K").with("JCCL_HOSTID", layout()).with("JCCL_ALGO", HIER);
     }
 
     @Override
