@@ -57,7 +57,7 @@ final class SettingChecks {
             return "host:port or [ipv6]:port";
         }
         if (s == Settings.HOSTID) {
-            return "a host id, or a comma list of ids indexed by rank (a,a,b,b); no empty ids";
+            return "a host id, or a comma list of ids indexed by rank (a,a,b,b; id*k repeats an id k times: a*2,b*2); no empty ids";
         }
         return null;
     }

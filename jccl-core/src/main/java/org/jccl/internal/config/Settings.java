@@ -71,7 +71,7 @@ public final class Settings {
     public static final Setting HOSTID = Setting.define("JCCL_HOSTID", "NCCL_HOSTID", STRING, null, 0, 0,
             "replaces the host identity (boot id + host name) that decides which ranks share a host (SHM, hierarchical"
                     + " collectives): one id for every rank of this process, or a comma list indexed by rank (a,a,b,b: ranks 0,1"
-                    + " on host a, 2,3 on host b) so one machine can stand in for several; ranks with different ids use TCP");
+                    + " on host a, 2,3 on host b; a*2,b*2 says the same) so one machine can stand in for several; ranks with different ids use TCP");
     public static final Setting SHM_DIR = Setting.define("JCCL_SHM_DIR", null, STRING, "/dev/shm", 0, 0,
             "directory (a tmpfs) for the shared-memory transport's ring files; reserved in full at communicator creation");
     public static final Setting SHM_CHUNK = Setting.define("JCCL_SHM_CHUNK", null, BYTES, "512K", 4096, 1L << 30,

@@ -120,6 +120,22 @@ class HierarchySelectionTest {
     }
 
     @Test
+    void repeatedHostIdsMakeUnequalHosts() {
+        assertEquals(List.of("a", "a", "b", "b", "b"), org.jccl.internal.config.HostId.parse("a*2, b*3"));
+        List<Communicator> cs = Jccl.initLocal(5, Config.defaults().with("JCCL_HOSTID", "a*2,b*3"));
+        try {
+            Hierarchy h = impl(cs.get(4)).hierarchy();
+            assertArrayEquals(new int[] {0, 1}, h.members(0));
+            assertArrayEquals(new int[] {2, 3, 4}, h.members(1));
+            assertFalse(h.equalHosts());
+            assertEquals("TCP", impl(cs.get(1)).transportName(2));
+            assertEquals("LOCAL", impl(cs.get(2)).transportName(4));
+        } finally {
+            closeAll(cs);
+        }
+    }
+
+    @Test
     void noHierarchyOnOneHostOrWithOneRankPerHost() {
         for (String ids : new String[] {"a", "a,b,c"}) {
             List<Communicator> cs = Jccl.initLocal(3, Config.defaults().with("JCCL_HOSTID", ids));
@@ -249,6 +265,11 @@ class HierarchySelectionTest {
         ConfigException e = assertThrows(ConfigException.class, () -> Jccl.initLocal(3, Config.defaults().with("JCCL_HOSTID", "a,b")));
         assertTrue(e.getMessage().startsWith("JCCL_HOSTID='a,b' lists 2 host ids but the job has 3 ranks; give one id per rank"),
                 e.getMessage());
+        ConfigException many = assertThrows(ConfigException.class, () -> Jccl.initLocal(3, Config.defaults().with("JCCL_HOSTID", "a*2,b*2")));
+        assertTrue(many.getMessage().startsWith("JCCL_HOSTID='a*2,b*2' lists 4 host ids but the job has 3 ranks"), many.getMessage());
+        ConfigException star = assertThrows(ConfigException.class, () -> Config.defaults().with("JCCL_HOSTID", "a*0,b").validate());
+        assertTrue(star.getMessage().contains("JCCL_HOSTID='a*0,b' repeats a host id '0' times; after * give a count from 1 to"),
+                star.getMessage());
         ConfigException empty = assertThrows(ConfigException.class, () -> Config.defaults().with("JCCL_HOSTID", "a,,b").validate());
         assertTrue(empty.getMessage().contains("JCCL_HOSTID='a,,b' has an empty host id"), empty.getMessage());
     }
