@@ -38,7 +38,7 @@ public final class Hierarchy {
      * ping-pong between 1 MiB and 16 MiB, TunerCalibration, 2026-11-21 (docs/PERFORMANCE.md, "SHM
      * tuner constants": 12.8 GB/s). Its alpha stays TCP's: the ping-pong alpha (0.23 us) is far
      * below what one step of a real algorithm costs over SHM, which is why the flat tuner keeps
-     * TCP's constants for SHM altogether.
+     * TCP's constants for SHM altogether. Used only while {@link Tuner#model} gives SHM TCP's constants.
      */
     static final double SHM_BETA = 7.8e-11;
 
@@ -117,7 +117,8 @@ public final class Hierarchy {
             }
         }
         Tuner.Model in = Tuner.slowest(intraNames);
-        if (intraNames.equals(Set.of(ShmTransport.NAME))) {
+        if (intraNames.equals(Set.of(ShmTransport.NAME)) && in.beta() == Tuner.TCP.beta()) {
+            // SHM still borrows TCP's constants (Tuner.model): keep its alpha, take its measured per-byte cost.
             in = new Tuner.Model(in.transport(), in.alpha(), SHM_BETA, in.gamma(), in.copy());
         }
         Tuner.Model out = Tuner.slowest(interNames);
