@@ -122,6 +122,8 @@ class HierarchySelectionTest {
     @Test
     void repeatedHostIdsMakeUnequalHosts() {
         assertEquals(List.of("a", "a", "b", "b", "b"), org.jccl.internal.config.HostId.parse("a*2, b*3"));
+        // NCCL's name means the same
+        assertEquals("b", org.jccl.internal.config.HostId.resolve(Config.defaults().with("NCCL_HOSTID", "a,b"), 1, 2));
         List<Communicator> cs = Jccl.initLocal(5, Config.defaults().with("JCCL_HOSTID", "a*2,b*3"));
         try {
             Hierarchy h = impl(cs.get(4)).hierarchy();
