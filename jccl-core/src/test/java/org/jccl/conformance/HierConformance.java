@@ -36,7 +36,7 @@ abstract class HierConformance extends CollectiveConformance {
 
     @Override
     protected int[] ranks() {
-        return new int[] {layout().split(",").length};
+        return new int[] {org.jccl.internal.config.HostId.parse(layout()).size()};
     }
 
     @Override
