@@ -40,6 +40,17 @@ final class Chunks {
         return new Chunks(off, len, Math.max(1, sliceElems));
     }
 
+    /** Chunks of the given lengths, laid out one after the other from element 0. */
+    static Chunks sized(long[] lengths, long sliceElems) {
+        long[] off = new long[lengths.length];
+        long at = 0;
+        for (int i = 0; i < lengths.length; i++) {
+            off[i] = at;
+            at += lengths[i];
+        }
+        return new Chunks(off, lengths.clone(), Math.max(1, sliceElems));
+    }
+
     int slices(int c) {
         return (int) ((length[c] + sliceElems - 1) / sliceElems);
     }

@@ -27,6 +27,8 @@ import org.jccl.spi.P2pRequest;
  * <li>allToAll: pairwise exchange (step i sends to rank+i and receives from rank-i) or Bruck;
  *     allToAllv: pairwise.</li>
  * <li>gather, scatter: direct to/from the root. barrier: dissemination (log2 n rounds of empty messages).</li>
+ * <li>allReduce, broadcast, reduce, allGather, reduceScatter of ranks on several hosts: also hierarchical
+ *     ({@link HierCollectives}), whose stages are these algorithms run on groups of ranks.</li>
  * </ul>
  * Where a collective has several algorithms the {@link Tuner} picks one from its cost model, within
  * what {@code JCCL_ALGO} allows. Recursive doubling and Rabenseifner fold non-powers of two: the
@@ -59,6 +61,10 @@ public final class Collectives {
             return;
         }
         Algo algo = chooseAllReduce(ctx, bytes);
+        if (algo == Algo.HIER) {
+            HierCollectives.allReduce(ctx, ctx.hierarchy(), s, r, count, t, op);
+            return;
+        }
         if (algo == Algo.SHARED) {
             SharedCollectives.allReduce(ctx, ctx.sharedArea(), s, r, count, t, op);
             return;
@@ -83,6 +89,7 @@ public final class Collectives {
 
     private static final Algo[] ALLREDUCE_P2P = {Algo.RD, Algo.RABENSEIFNER, Algo.RING};
     private static final Algo[] ALLREDUCE_SHARED = {Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.SHARED};
+    private static final Algo[] ALLREDUCE_HIER = {Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.HIER};
 
     /** JCCL_RD_THRESHOLD, when set, splits rd from the rest; the tuner picks within what is left. */
     private static Algo chooseAllReduce(OpContext ctx, long bytes) {
@@ -96,6 +103,9 @@ public final class Collectives {
                     || tu.selector().allowed(Coll.ALLREDUCE, Algo.RABENSEIFNER))) {
                 return tu.choose(Coll.ALLREDUCE, bytes, Algo.RING, Algo.RABENSEIFNER);
             }
+        }
+        if (ctx.hierarchy() != null) {
+            return tu.chooseAllReduceCached(bytes, ALLREDUCE_HIER);
         }
         return tu.sharedAvailable() ? tu.chooseAllReduceCached(bytes, ALLREDUCE_SHARED) : tu.chooseAllReduceCached(bytes, ALLREDUCE_P2P);
     }
@@ -347,8 +357,15 @@ public final class Collectives {
             SharedCollectives.allGather(ctx, ctx.sharedArea(), r, bytesPerRank);
             return;
         }
+        Algo algo = ctx.hierarchy() != null
+                ? tu.choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK, Algo.HIER)
+                : tu.choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK);
+        if (algo == Algo.HIER) {
+            HierCollectives.allGather(ctx, ctx.hierarchy(), r, bytesPerRank);
+            return;
+        }
         Chunks ch = Chunks.equal(bytesPerRank, n, ctx.chunkBytes());
-        allGatherChunks(ctx, r, ch, 0, tu.choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK));
+        allGatherChunks(ctx, r, ch, 0, algo);
     }
 
     /**
@@ -471,6 +488,10 @@ public final class Collectives {
             return;
         }
         Tuner tu = ctx.tuner();
+        if (ctx.hierarchy() != null && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.HIER) == Algo.HIER) {
+            HierCollectives.reduceScatter(ctx, ctx.hierarchy(), s, r, count, t, op);
+            return;
+        }
         if (tu.sharedAvailable() && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.SHARED) == Algo.SHARED) {
             SharedCollectives.reduceScatter(ctx, ctx.sharedArea(), s, r, count, t, op);
             return;
@@ -513,7 +534,14 @@ public final class Collectives {
         if (n == 1 || bytes == 0) {
             return;
         }
-        if (ctx.tuner().choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER) == Algo.SCATTER_ALLGATHER) {
+        Algo algo = ctx.hierarchy() != null
+                ? ctx.tuner().choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER, Algo.HIER)
+                : ctx.tuner().choose(Coll.BROADCAST, bytes, Algo.TREE, Algo.SCATTER_ALLGATHER);
+        if (algo == Algo.HIER) {
+            HierCollectives.broadcast(ctx, ctx.hierarchy(), r, bytes, root);
+            return;
+        }
+        if (algo == Algo.SCATTER_ALLGATHER) {
             scatterAllGatherBroadcast(ctx, r, bytes, root);
             return;
         }
@@ -583,6 +611,10 @@ public final class Collectives {
         int rank = ctx.rank();
         long bytes = t.bytes(count);
         if (count == 0) {
+            return;
+        }
+        if (ctx.hierarchy() != null && ctx.tuner().choose(Coll.REDUCE, bytes, Algo.TREE, Algo.HIER) == Algo.HIER) {
+            HierCollectives.reduce(ctx, ctx.hierarchy(), s, r, count, t, op, root);
             return;
         }
         List<Integer> children = new ArrayList<>();

@@ -56,6 +56,9 @@ final class SettingChecks {
         if (s == Settings.COMM_ID) {
             return "host:port or [ipv6]:port";
         }
+        if (s == Settings.HOSTID) {
+            return "a host id, or a comma list of ids indexed by rank (a,a,b,b; id*k repeats an id k times: a*2,b*2); no empty ids";
+        }
         return null;
     }
 
@@ -86,6 +89,8 @@ final class SettingChecks {
                 JcclId.parseSecret(value, s.name());
             } else if (s == Settings.COMM_ID) {
                 hostPort(s, value);
+            } else if (s == Settings.HOSTID) {
+                HostId.parse(value);
             }
         } catch (ConfigException e) {
             throw s.withOrigin(e, config);

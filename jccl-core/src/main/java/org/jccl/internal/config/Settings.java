@@ -68,6 +68,10 @@ public final class Settings {
             "1 disables the in-JVM transport between ranks of one JVM (they then use TCP over loopback)");
     public static final Setting SHM_DISABLE = Setting.define("JCCL_SHM_DISABLE", "NCCL_SHM_DISABLE", BOOL, "0", 0, 0,
             "1 disables the shared-memory transport between ranks of one host (they then use TCP over loopback)");
+    public static final Setting HOSTID = Setting.define("JCCL_HOSTID", "NCCL_HOSTID", STRING, null, 0, 0,
+            "replaces the host identity (boot id + host name) that decides which ranks share a host (SHM, hierarchical"
+                    + " collectives): one id for every rank of this process, or a comma list indexed by rank (a,a,b,b: ranks 0,1"
+                    + " on host a, 2,3 on host b; a*2,b*2 says the same) so one machine can stand in for several; ranks with different ids use TCP");
     public static final Setting SHM_DIR = Setting.define("JCCL_SHM_DIR", null, STRING, "/dev/shm", 0, 0,
             "directory (a tmpfs) for the shared-memory transport's ring files; reserved in full at communicator creation");
     public static final Setting SHM_CHUNK = Setting.define("JCCL_SHM_CHUNK", null, BYTES, "512K", 4096, 1L << 30,
@@ -81,7 +85,8 @@ public final class Settings {
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
                     + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather, shared"
-                    + " (the shared collective segment of same-host ranks);"
+                    + " (the shared collective segment of same-host ranks), hier (hierarchical: same-host stage, then one cross-host"
+                    + " stage; all_reduce, broadcast, reduce, all_gather, reduce_scatter of ranks on several hosts);"
                     + " unset: the tuner picks the cheapest by its cost model");
     public static final Setting SMALL_MSG_BYTES = Setting.define("JCCL_RD_THRESHOLD", null, BYTES, null, 0, 1L << 40,
             "if set: all-reduce messages up to this size use recursive doubling, larger ones ring or rabenseifner (the tuner picks);"

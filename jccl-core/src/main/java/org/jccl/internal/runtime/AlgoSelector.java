@@ -38,7 +38,14 @@ public final class AlgoSelector {
          * Straight through the communicator's shared collective segment (allReduce, barrier), when
          * every rank is on one host over SHM: one copy in, reads of the peers' areas, no messages.
          */
-        SHARED("shared");
+        SHARED("shared"),
+        /**
+         * Hierarchical (allReduce, broadcast, reduce, allGather, reduceScatter), when the ranks span several hosts
+         * and some host has more than one: a same-host stage, one cross-host stage among one rank
+         * per host (or per slice), a same-host stage ({@link Hierarchy}). Its stages pick their own
+         * algorithms from the others JCCL_ALGO allows.
+         */
+        HIER("hier");
 
         final String token;
 
@@ -143,6 +150,24 @@ public final class AlgoSelector {
         return exclude ? EnumSet.complementOf(set) : set;
     }
 
+    /**
+     * The selector of the stages of a hierarchical collective: what this one allows without
+     * {@code hier} itself; a collective that allows nothing else ({@code allreduce:hier}) leaves its
+     * stages free to use every other algorithm.
+     */
+    public AlgoSelector stages() {
+        AlgoSelector sel = new AlgoSelector();
+        for (Coll c : Coll.values()) {
+            EnumSet<Algo> set = EnumSet.copyOf(allowed.get(c));
+            set.remove(Algo.HIER);
+            if (set.isEmpty()) {
+                set = EnumSet.complementOf(EnumSet.of(Algo.HIER));
+            }
+            sel.allowed.put(c, set);
+        }
+        return sel;
+    }
+
     /** Whether {@code algo} may be used for {@code coll}. */
     public boolean allowed(Coll coll, Algo algo) {
         return allowed.get(coll).contains(algo);
@@ -164,7 +189,9 @@ public final class AlgoSelector {
         for (Algo a : preference) {
             names.append(names.isEmpty() ? "" : ", ").append(a.token);
         }
+        boolean hierOnly = allowed(coll, Algo.HIER) && java.util.Arrays.stream(preference).noneMatch(a -> a == Algo.HIER);
         throw new ConfigException("JCCL_ALGO excludes every algorithm " + coll.name().toLowerCase(Locale.ROOT)
-                + " has (" + names + ")");
+                + " has (" + names + ")" + (hierOnly ? "; hier applies only when the ranks span several hosts and some host"
+                + " has more than one" : ""));
     }
 }

@@ -49,7 +49,7 @@ import org.jccl.spi.Transport;
 public final class CommunicatorFactory {
     /** Identifies this JVM among processes: ranks with equal ids can use the in-JVM transport. */
     static final String PROCESS_ID = UUID.randomUUID().toString();
-    private static final String HOST_HASH = hostHash();
+    private static final String HOST_HASH = machineHostHash();
 
     private CommunicatorFactory() {
     }
@@ -62,7 +62,8 @@ public final class CommunicatorFactory {
         }
         try {
             byte[] commId = derive("jccl-world", id.secret(), id.rootHostPort().getBytes(StandardCharsets.UTF_8));
-            return create(commId, id.secret(), rank, size, config, self -> Bootstrap.rendezvous(id, rank, size, self, config));
+            return create(commId, id.secret(), rank, size, config, hostHash(config, rank, size),
+                    self -> Bootstrap.rendezvous(id, rank, size, self, config));
         } catch (RuntimeException e) {
             if (root != null) {
                 root.close();
@@ -128,7 +129,8 @@ public final class CommunicatorFactory {
         PeerInfo[] exchange(PeerInfo self);
     }
 
-    private static CommunicatorImpl create(byte[] commId, byte[] secret, int rank, int size, Config config, Rendezvous rendezvous) {
+    private static CommunicatorImpl create(byte[] commId, byte[] secret, int rank, int size, Config config, String hostHash,
+                                           Rendezvous rendezvous) {
         List<Transport> transports = transports(config);
         TransportContextImpl tctx = new TransportContextImpl(commId, rank, size, secret, config);
         Map<Transport, Endpoint> endpoints = new LinkedHashMap<>();
@@ -141,7 +143,7 @@ public final class CommunicatorFactory {
                 addresses.put(t.name(), e.address());
             }
             control = controlListener(rank, config, addresses);
-            PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), HOST_HASH, PROCESS_ID, addresses);
+            PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), hostHash, PROCESS_ID, addresses);
             PeerInfo[] peers = rendezvous.exchange(self);
             tctx.setPeers(peers);
             NetInitReport.log(rank, localRank(peers, rank), config);
@@ -357,7 +359,10 @@ public final class CommunicatorFactory {
         }
         JcclId id = JcclId.of(rootAddress, secret);
         try {
-            return create(childId, secret, childRank, childSize, config, self -> rendezvousRetrying(id, childRank, childSize, self, config));
+            // The survivors keep the host identity they had (a JCCL_HOSTID list is indexed by the original ranks).
+            String hostHash = parent.peerInfo(rank).hostHash();
+            return create(childId, secret, childRank, childSize, config, hostHash,
+                    self -> rendezvousRetrying(id, childRank, childSize, self, config));
         } catch (RuntimeException e) {
             if (root != null) {
                 root.close();
@@ -459,8 +464,18 @@ public final class CommunicatorFactory {
         }
     }
 
+    /**
+     * The host identity of {@code rank}: {@code JCCL_HOSTID} when set (one id, or the rank's entry of
+     * a per-rank list; see {@link org.jccl.internal.config.HostId}), else this machine's
+     * {@link #machineHostHash()}. An id is prefixed so that it can never equal a machine's hash.
+     */
+    static String hostHash(Config config, int rank, int size) {
+        String id = org.jccl.internal.config.HostId.resolve(config, rank, size);
+        return id == null ? HOST_HASH : "id:" + id;
+    }
+
     /** Boot id + host name: equal on the same machine (same kernel boot), different elsewhere. */
-    private static String hostHash() {
+    private static String machineHostHash() {
         String boot = "";
         try {
             boot = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim();

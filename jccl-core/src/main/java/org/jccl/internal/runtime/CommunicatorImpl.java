@@ -65,6 +65,8 @@ public final class CommunicatorImpl implements Communicator {
     private final long rdThreshold;
     private final AlgoSelector algorithms;
     private final Tuner tuner;
+    /** The ranks by host when they span several hosts and some host has more than one (hierarchical collectives), else null. */
+    private final Hierarchy hierarchy;
     /** The shared collective segment when every pair of ranks uses SHM (and rank 0 asked for one), else null. */
     private final ShmCollArea sharedArea;
     /** JCCL_CHECK: exchange a signature of every collective (OpSignature) and report mismatches. */
@@ -151,9 +153,12 @@ public final class CommunicatorImpl implements Communicator {
         this.sharedArea = openSharedArea(pairTransports);
         this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports), rank,
                 sharedArea == null ? 0 : sharedArea.halfBytes());
+        this.hierarchy = Hierarchy.of(rank, peers, transports, algorithms, chunkBytes);
+        tuner.hierarchy(hierarchy);
         if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
             Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model()
-                    + (sharedArea != null ? "; shared collective segment: " + Tuner.SHARED : ""));
+                    + (sharedArea != null ? "; shared collective segment: " + Tuner.SHARED : "")
+                    + (hierarchy != null ? "; hierarchical collectives over " + hierarchy : ""));
         }
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
@@ -273,6 +278,11 @@ public final class CommunicatorImpl implements Communicator {
 
     Tuner tuner() {
         return tuner;
+    }
+
+    /** The host layout for hierarchical collectives, or null (see {@link Hierarchy#of}). */
+    Hierarchy hierarchy() {
+        return hierarchy;
     }
 
     /**

@@ -40,7 +40,9 @@ public final class OpContext {
     private final List<Connection> open = new ArrayList<>();
     private Op current;
     private Arena scratchArena;
-    private final MemorySegment[] scratch = new MemorySegment[4];
+    private final MemorySegment[] scratch = new MemorySegment[SCRATCH_SLOTS];
+    /** Scratch slots: 0..3 for the algorithms of Collectives, 4..5 for the hierarchical ones around them. */
+    public static final int SCRATCH_SLOTS = 6;
     private Selector selector;
     /** Set while the operation thread is (about to be) blocked in the selector; see {@link #wake()}. */
     private volatile boolean sleeping;
@@ -84,12 +86,68 @@ public final class OpContext {
         this.counters = comm.counters();
     }
 
+    /**
+     * This rank as the running collective sees it: its rank in the communicator, or its index in the
+     * group of a stage of a hierarchical collective ({@link #inGroup}).
+     */
     public int rank() {
-        return comm.rank();
+        return group == null ? comm.rank() : groupRank;
     }
 
+    /** Ranks of the running collective: the communicator's, or the group's of a hierarchical stage. */
     public int size() {
-        return comm.size();
+        return group == null ? comm.size() : group.length;
+    }
+
+    // ---------------------------------------------------------------------- stages of hierarchical collectives
+
+    /** Communicator ranks of the running stage's group, indexed by group rank; null outside a stage. */
+    private int[] group;
+    private int groupRank;
+    private Tuner groupTuner;
+
+    /**
+     * Runs {@code body} with this context narrowed to a group of the communicator's ranks: inside,
+     * {@link #rank()} and {@link #size()} are the group's, peers of {@link #send}/{@link #recv} are
+     * group ranks, {@link #tuner()} is {@code tuner} (the stage's cost model) and there is neither a
+     * shared collective segment nor a hierarchy, so every algorithm of {@code Collectives} runs on
+     * the group unchanged. Every member calls it with the same {@code members}, in the same order
+     * relative to its other operations with those peers (connections match messages in FIFO order).
+     *
+     * @param members communicator ranks of the group, this rank among them
+     */
+    public void inGroup(int[] members, Tuner tuner, Runnable body) {
+        if (group != null) {
+            throw new IllegalStateException("stages of hierarchical collectives do not nest");
+        }
+        int me = -1;
+        for (int i = 0; i < members.length; i++) {
+            if (members[i] == comm.rank()) {
+                me = i;
+            }
+        }
+        if (me < 0) {
+            throw new IllegalStateException("rank " + comm.rank() + " is not in the stage group " + java.util.Arrays.toString(members));
+        }
+        group = members;
+        groupRank = me;
+        groupTuner = tuner;
+        try {
+            body.run();
+        } finally {
+            group = null;
+            groupTuner = null;
+        }
+    }
+
+    /** Communicator rank of a peer as the running collective names it. */
+    private int global(int peer) {
+        return group == null ? peer : group[peer];
+    }
+
+    /** The communicator's host layout, when its ranks span hosts and a hierarchical collective may run; null in a stage. */
+    public Hierarchy hierarchy() {
+        return group == null ? comm.hierarchy() : null;
     }
 
     /** Pipelining granularity of ring algorithms, in bytes ({@code JCCL_CHUNK_SIZE}). */
@@ -109,7 +167,7 @@ public final class OpContext {
 
     /** The cost-model tuner that picks algorithms (honouring {@code JCCL_ALGO}). */
     public Tuner tuner() {
-        return comm.tuner();
+        return group == null ? comm.tuner() : groupTuner;
     }
 
     void begin(Op op) {
@@ -153,7 +211,7 @@ public final class OpContext {
      */
     void beginCheck(Op op) {
         long seq = collSeq++;
-        int n = size();
+        int n = comm.size();
         if (n < 2) {
             return;
         }
@@ -174,8 +232,8 @@ public final class OpContext {
             area.sign(sigMine);
             sharedSigFrom = area.currentRound() + 1;
         }
-        signFrom((rank() + n - 1) % n);
-        signTo((rank() + 1) % n);
+        signFrom((comm.rank() + n - 1) % n);
+        signTo((comm.rank() + 1) % n);
     }
 
     private void signTo(int peer) {
@@ -240,7 +298,7 @@ public final class OpContext {
     private void verifySignature(int peer) {
         MemorySegment theirs = theirs(peer);
         PeerInfo from = comm.peerInfo(peer);
-        String where = "rank " + rank() + ": " + describeOp();
+        String where = "rank " + comm.rank() + ": " + describeOp();
         if (!OpSignature.valid(theirs)) {
             throw new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, where + " failed: the first message from " + from.describe()
                     + " was not an operation signature. JCCL_CHECK must have the same value on every rank, and every rank must"
@@ -249,7 +307,7 @@ public final class OpContext {
         List<String> diff = OpSignature.differences(theirs, sigMine);
         if (!diff.isEmpty()) {
             throw new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, where + " failed: mismatched collective calls: rank " + peer
-                    + " (" + from.host() + " pid " + from.pid() + ") called " + OpSignature.describe(theirs) + " but rank " + rank()
+                    + " (" + from.host() + " pid " + from.pid() + ") called " + OpSignature.describe(theirs) + " but rank " + comm.rank()
                     + " called " + OpSignature.describe(sigMine) + "; they differ in " + String.join(", ", diff)
                     + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
         }
@@ -260,7 +318,7 @@ public final class OpContext {
      * SHM), or null; the same on every rank.
      */
     public ShmCollArea sharedArea() {
-        return comm.sharedArea();
+        return group == null ? comm.sharedArea() : null;
     }
 
     /**
@@ -415,7 +473,8 @@ public final class OpContext {
     }
 
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */
-    public P2pRequest send(int peer, MemorySegment src) {
+    public P2pRequest send(int groupPeer, MemorySegment src) {
+        int peer = global(groupPeer);
         if (signing != 0 && signedTo[peer] != signing) {
             signTo(peer);
         }
@@ -424,7 +483,8 @@ public final class OpContext {
     }
 
     /** Posts a receive of exactly {@code dst.byteSize()} bytes from {@code peer}. */
-    public P2pRequest recv(int peer, MemorySegment dst) {
+    public P2pRequest recv(int groupPeer, MemorySegment dst) {
+        int peer = global(groupPeer);
         if (signing != 0 && signedFrom[peer] != signing) {
             signFrom(peer);
         }
@@ -467,7 +527,7 @@ public final class OpContext {
 
 
     /**
-     * Scratch memory of at least {@code bytes} for slot {@code slot} (0..3), reused across operations
+     * Scratch memory of at least {@code bytes} for slot {@code slot} (0..5, see {@link #SCRATCH_SLOTS}), reused across operations
      * and grown on demand; contents are undefined. Slots never alias each other.
      */
     public MemorySegment scratch(int slot, long bytes) {
@@ -529,7 +589,7 @@ public final class OpContext {
             selector().select(millis);
             selector.selectedKeys().clear();
         } catch (IOException e) {
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": waiting for network activity failed: " + e
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + comm.rank() + ": waiting for network activity failed: " + e
                     + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         } finally {
             sleeping = false;
@@ -566,7 +626,7 @@ public final class OpContext {
         } catch (ClosedChannelException e) {
             // The connection already failed; its next progress() reports it.
         } catch (IOException e) {
-            throw new JcclException(ErrorCode.RESOURCE, "rank " + rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e
+            throw new JcclException(ErrorCode.RESOURCE, "rank " + comm.rank() + ": cannot watch the connection to rank " + c.peer() + ": " + e
                     + (ResourceLimits.outOfFileDescriptors(e) ? "; " + ResourceLimits.openFilesAdvice() : ""), e);
         }
     }
@@ -593,7 +653,7 @@ public final class OpContext {
             if (t instanceof JcclException je) {
                 throw je;
             }
-            throw new JcclException(ErrorCode.INTERNAL, "rank " + rank() + ": " + describeOp() + " failed: " + t, t);
+            throw new JcclException(ErrorCode.INTERNAL, "rank " + comm.rank() + ": " + describeOp() + " failed: " + t, t);
         }
     }
 
@@ -610,7 +670,7 @@ public final class OpContext {
 
     private PeerFailedException peerFailed(int peer, IOException e) {
         PeerInfo p = comm.peerInfo(peer);
-        String msg = "rank " + rank() + ": " + describeOp() + " failed: link to " + p.describe() + " broke: " + e.getMessage();
+        String msg = "rank " + comm.rank() + ": " + describeOp() + " failed: link to " + p.describe() + " broke: " + e.getMessage();
         return new PeerFailedException(peer, msg, e);
     }
 
@@ -624,7 +684,7 @@ public final class OpContext {
             try {
                 c.close();
             } catch (RuntimeException e) {
-                Log.trace(Log.Subsys.NET, rank(), "closing connection to rank " + c.peer() + ": " + e);
+                Log.trace(Log.Subsys.NET, comm.rank(), "closing connection to rank " + c.peer() + ": " + e);
             }
         }
         open.clear();
@@ -633,7 +693,7 @@ public final class OpContext {
             try {
                 selector.close();
             } catch (IOException e) {
-                Log.trace(Log.Subsys.NET, rank(), "closing the selector: " + e);
+                Log.trace(Log.Subsys.NET, comm.rank(), "closing the selector: " + e);
             }
             selector = null;
         }

@@ -99,7 +99,8 @@ public final class Tuner {
         Model worst = null;
         for (String t : transports) {
             Model m = model(t);
-            if (worst == null || m.alpha + m.beta * (1 << 20) > worst.alpha + worst.beta * (1 << 20)) {
+            // >=: of equal models the last name wins, so SHM+TCP (SHM priced as TCP) reads TCP, the network.
+            if (worst == null || m.alpha + m.beta * (1 << 20) >= worst.alpha + worst.beta * (1 << 20)) {
                 worst = m;
             }
         }
@@ -114,6 +115,9 @@ public final class Tuner {
     private final Set<String> logged = ConcurrentHashMap.newKeySet();
     /** Bytes a rank publishes per round in the shared collective segment; 0 when the communicator has none. */
     private final long sharedHalfBytes;
+
+    /** The host layout when hierarchical collectives apply ({@code Algo.HIER} is then a candidate), else null. */
+    private Hierarchy hierarchy;
 
     /** The algorithm of the last choice, for {@link #takeChoice()}. */
     private Algo lastChoice;
@@ -161,6 +165,11 @@ public final class Tuner {
         Algo a = lastChoice;
         lastChoice = null;
         return a == null ? null : a.token();
+    }
+
+    /** Makes {@code Algo.HIER} priced by {@code h}'s model; set once, before the first operation. */
+    void hierarchy(Hierarchy h) {
+        this.hierarchy = h;
     }
 
     /** Whether the communicator has a shared collective segment ({@code Algo.SHARED} is a candidate). */
@@ -214,7 +223,8 @@ public final class Tuner {
                     }
                 }
                 Log.info(Log.Subsys.TUNING, rank, name(coll) + " " + bytes + " B " + n + " ranks via "
-                        + (best == Algo.SHARED ? SHARED.transport : model.transport) + ": "
+                        + (best == Algo.SHARED ? SHARED.transport : best == Algo.HIER ? "same-host + cross-host stages" : model.transport)
+                        + ": "
                         + best.token() + " (model " + us(bestCost) + (others.isEmpty() ? "; the only one allowed" : "; " + others)
                         + ")");
             }
@@ -242,6 +252,9 @@ public final class Tuner {
     public double cost(Coll coll, Algo algo, long bytes) {
         if (algo == Algo.SHARED) {
             return sharedCost(coll, bytes, n, sharedHalfBytes);
+        }
+        if (algo == Algo.HIER) {
+            return hierarchy == null ? Double.MAX_VALUE : hierarchy.cost(coll, bytes);
         }
         return cost(coll, algo, bytes, n, chunkBytes, model, selector);
     }
@@ -290,6 +303,8 @@ public final class Tuner {
      * <li>broadcast tree (binomial, pipelined in S slices of the chunk size): (d + S - 1) alpha + d m beta, d = ceil(log2 n)
      *     (the root sends every slice to each of its d children); scatter_allgather: d alpha + (n-1)/n m beta
      *     + the cheapest allowed allGather of m bytes</li>
+     * <li>reduce tree (binomial): d (alpha + m beta + m gamma)</li>
+     * <li>reduceScatter ring (m the whole input): (n-1)(alpha + m/n (beta + gamma))</li>
      * <li>allToAll pairwise: (n-1)(alpha + m/n beta); bruck: d (alpha + m/2 beta) + (2 + d) m copy (rotations, packing)</li>
      * </ul>
      */
@@ -356,6 +371,18 @@ public final class Tuner {
                     }
                     default -> {
                     }
+                }
+            }
+            case REDUCESCATTER -> {
+                if (algo == Algo.RING) {
+                    // m: the whole input (n blocks); n-1 steps, each a block sent and a block reduced.
+                    return (n - 1) * (a + m / n * (b + g));
+                }
+            }
+            case REDUCE -> {
+                if (algo == Algo.TREE) {
+                    // Binomial tree: the root receives and reduces from d children.
+                    return d * (a + m * b + m * g);
                 }
             }
             case ALLTOALL -> {

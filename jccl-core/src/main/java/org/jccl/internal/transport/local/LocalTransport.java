@@ -54,7 +54,10 @@ public final class LocalTransport implements Transport {
 
     @Override
     public boolean canConnect(PeerInfo self, PeerInfo peer) {
-        return self.processId().equals(peer.processId()) && peer.addresses().containsKey(name());
+        // Same process, and same host identity: JCCL_HOSTID can make ranks of one JVM stand for ranks of
+        // different hosts, which must then talk as remote ranks do.
+        return self.processId().equals(peer.processId()) && self.hostHash().equals(peer.hostHash())
+                && peer.addresses().containsKey(name());
     }
 
     private static String key(byte[] commId, int rank) {
