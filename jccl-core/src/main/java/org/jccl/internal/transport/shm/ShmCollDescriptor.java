@@ -46,8 +46,8 @@ final class ShmCollDescriptor {
     /** Bumped whenever this layout changes. */
     static final int VERSION = 1;
 
-    static final long MAGIC_OFFSET = 0;
-    static final long VERSION_OFFSET = 8;
+    static final long MAGIC_OFFSET = ShmFileHeader.MAGIC_OFFSET;
+    static final long VERSION_OFFSET = ShmFileHeader.VERSION_OFFSET;
     static final long RANKS_OFFSET = 12;
     static final long AREA_BYTES_OFFSET = 16;
     static final long CREATOR_PID_OFFSET = 24;
@@ -73,7 +73,7 @@ final class ShmCollDescriptor {
     static final long SIG_BYTES = 32;
     static final long REDUCED = LINE;
     static final long STATE = LINE + 8;
-    static final long PAGE = 4096;
+    static final long PAGE = ShmFileHeader.PAGE;
 
     static final int STATE_OPEN = 0;
     static final int STATE_CLOSED = 2;
@@ -87,21 +87,18 @@ final class ShmCollDescriptor {
     }
 
     static long dataOffset(int ranks) {
-        return align(RANKS_BLOCK_OFFSET + ranks * RANK_BLOCK_BYTES, PAGE);
+        return ShmFileHeader.align(RANKS_BLOCK_OFFSET + ranks * RANK_BLOCK_BYTES, PAGE);
     }
 
     /** A rank's area rounded to whole pages (two equal halves of a multiple of 2 KiB each). */
     static long areaBytes(long requested) {
-        return align(requested, PAGE);
+        return ShmFileHeader.align(requested, PAGE);
     }
 
     static long fileBytes(int ranks, long areaBytes) {
         return dataOffset(ranks) + ranks * areaBytes;
     }
 
-    static long align(long v, long a) {
-        return (v + a - 1) / a * a;
-    }
 
     /** Writes the header of a fresh (zero-filled) file, magic last (release). */
     static void initialise(MemorySegment s, int ranks, long areaBytes, long pid) {
@@ -115,16 +112,9 @@ final class ShmCollDescriptor {
 
     /** Null when {@code s} is a segment for {@code ranks} ranks, else what is wrong. */
     static String validate(MemorySegment s, int ranks) {
-        if (s.byteSize() < PAGE) {
-            return "file of " + s.byteSize() + " bytes is shorter than a header page";
-        }
-        long magic = (long) LONG.getAcquire(s, MAGIC_OFFSET);
-        if (magic != MAGIC) {
-            return "bad magic 0x" + Long.toHexString(magic);
-        }
-        int version = s.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
-        if (version != VERSION) {
-            return "layout version " + version + " where this jccl speaks " + VERSION + " (mixed jccl versions in one job)";
+        String wrong = ShmFileHeader.identity(s, MAGIC, VERSION);
+        if (wrong != null) {
+            return wrong;
         }
         int r = s.get(ValueLayout.JAVA_INT, RANKS_OFFSET);
         long area = s.get(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET);

@@ -55,8 +55,8 @@ final class ShmRingDescriptor {
     /** Bumped whenever this layout changes; both sides must agree. */
     static final int VERSION = 2;
 
-    static final long MAGIC_OFFSET = 0;
-    static final long VERSION_OFFSET = 8;
+    static final long MAGIC_OFFSET = ShmFileHeader.MAGIC_OFFSET;
+    static final long VERSION_OFFSET = ShmFileHeader.VERSION_OFFSET;
     static final long SLOT_COUNT_OFFSET = 12;
     static final long SLOT_BYTES_OFFSET = 16;
     static final long CREATOR_PID_OFFSET = 24;
@@ -76,7 +76,7 @@ final class ShmRingDescriptor {
     static final long SLOT_META_BYTES = 64;
     static final long META_MESSAGE_BYTES = 0;
     static final long META_CHUNK_BYTES = 8;
-    static final long PAGE = 4096;
+    static final long PAGE = ShmFileHeader.PAGE;
 
     static final int SENDER_NONE = 0;
     static final int SENDER_ATTACHED = 1;
@@ -94,7 +94,7 @@ final class ShmRingDescriptor {
     }
 
     static long dataOffset(int slotCount) {
-        return align(SLOT_META_OFFSET + slotCount * SLOT_META_BYTES, PAGE);
+        return ShmFileHeader.align(SLOT_META_OFFSET + slotCount * SLOT_META_BYTES, PAGE);
     }
 
     static long slotDataOffset(int slotCount, long slotBytes, int slot) {
@@ -103,12 +103,9 @@ final class ShmRingDescriptor {
 
     /** Size of a file with this geometry (a whole number of pages). */
     static long fileBytes(int slotCount, long slotBytes) {
-        return align(dataOffset(slotCount) + slotCount * slotBytes, PAGE);
+        return ShmFileHeader.align(dataOffset(slotCount) + slotCount * slotBytes, PAGE);
     }
 
-    private static long align(long v, long a) {
-        return (v + a - 1) / a * a;
-    }
 
     /** Writes the header of a fresh (zero-filled) file; counters and states start at zero/open. */
     static void initialise(MemorySegment s, int slotCount, long slotBytes, long pid, int fromRank, int toRank) {
@@ -129,16 +126,9 @@ final class ShmRingDescriptor {
      * expects, else what is wrong.
      */
     static String validate(MemorySegment s, int fromRank, int toRank) {
-        if (s.byteSize() < PAGE) {
-            return "file of " + s.byteSize() + " bytes is shorter than a header page";
-        }
-        long magic = (long) LONG.getAcquire(s, MAGIC_OFFSET);
-        if (magic != MAGIC) {
-            return "bad magic 0x" + Long.toHexString(magic);
-        }
-        int version = s.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
-        if (version != VERSION) {
-            return "layout version " + version + " where this jccl speaks " + VERSION + " (mixed jccl versions in one job)";
+        String wrong = ShmFileHeader.identity(s, MAGIC, VERSION);
+        if (wrong != null) {
+            return wrong;
         }
         int slots = slotCount(s);
         long slotBytes = slotBytes(s);
