@@ -35,6 +35,8 @@
 #define SIG_CE 6144                                           // copy-engine pipelines' flags (set and read by jccl_flags only):
                                                               // [6144 + 8 lane + src] arrived (lanes 0-3), [6176 + src] slot
                                                               // freed, [6184 + src] done
+#define SIG_RING_ARRIVED 6208                                 // [block]: ring transfers landed here, stored by the predecessor
+#define SIG_RING_FREED 6464                                   // [block]: stored by the successor (its kernel runs; slots it emptied)
 
 // Args.mode bits
 #define MODE_START 1      // start barrier
@@ -43,6 +45,7 @@
 #define MODE_MULTI_DST 8  // copy: one source to ndst destinations (else task t: src[t] -> dst[t])
 #define MODE_SPLIT 16     // copy, tasks: the blocks split into nsrc groups, one task each, all tasks at once
 #define MODE_CHAIN 32     // bcast: a pipelined chain root -> root+1 -> ... (each GPU stores to one peer)
+#define MODE_WARPS 64     // bcast chain: every warp is its own pipeline (own part, own flag), not every block
 
 // Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
 #define ERR_ABORTED 1
@@ -489,10 +492,170 @@ template <typename T, int OP> __device__ __forceinline__ void push_body(const Pu
     flag_round((const uint64_t* const*)a.signal, SIG_END, r, n, a.epoch, a.abortFlag, a.status, a.timeoutNs, &failed);
 }
 
+// ---------------------------------------------------------------------------------------------
+// ring all-reduce: every GPU stores to one peer only, its successor (on NVSwitch the pattern that
+// reaches the links' best rate, as send/recv does). Arguments in PushArgs: peerScratch[succ] = the
+// successor's push scratch region, myScratch[0] = mine, peerOut[succ] = the successor's output,
+// slice = elements per block per step (a multiple of 16 bytes), count = elements.
+// The buffer is cut into n chunks; a round covers one slice of every chunk per block. Reduce-scatter:
+// in step s (0..n-2) rank r stores the partial sum of chunk r-s into a slot of its successor's
+// scratch (RING_SLOTS slots per block), the successor adds its own input to it in the next step; step
+// n-1 completes chunk r+1, stored into my output and the successor's. All-gather: n-2 steps forward
+// the completed chunk that just arrived from the predecessor, from my output into the successor's.
+// Per block, two monotonic counters carry the protocol (values epoch << 24 plus a count): "arrived"
+// at the receiver (transfers landed) and "freed" at the sender (slots emptied; the value epoch << 24
+// alone says "my kernel for this operation runs", so my output may be written). An end barrier
+// closes the operation, so no later kernel of any algorithm finds a slot still being read.
+#define RING_SLOTS 4
+
+// dst0[i] (and dst1[i] when dst1) = part[i] op mine[i] (or mine[i] when part is null), i < len;
+// divisor: AVG's, 1 for partial sums. Four vectors in flight per thread.
+template <typename T, int OP>
+__device__ __forceinline__ void ring_step(T* dst0, T* dst1, const T* mine, const T* part, uint64_t len, bool vec, int divisor) {
+    typedef typename Acc<T>::type A;
+    constexpr int N = 16 / sizeof(T);
+    const uint64_t nvec = vec ? len / N : 0;
+    const uint4* m = (const uint4*)mine;
+    const uint4* p = (const uint4*)part;
+    uint4* d0 = (uint4*)dst0;
+    uint4* d1 = (uint4*)dst1;
+    const uint64_t stride = blockDim.x;
+    uint64_t v = threadIdx.x;
+    for (; v + 3 * stride < nvec; v += 4 * stride) {
+        uint4 x[4][JCCL_MAX_RANKS];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            x[u][1] = m[v + u * stride];
+            if (part) x[u][0] = p[v + u * stride];
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            uint4 o = part ? combine_vec<T, OP>(x[u], 2, divisor) : x[u][1];
+            d0[v + u * stride] = o;
+            if (dst1) d1[v + u * stride] = o;
+        }
+    }
+    for (; v < nvec; v += stride) {
+        uint4 x[JCCL_MAX_RANKS];
+        x[1] = m[v];
+        if (part) x[0] = p[v];
+        uint4 o = part ? combine_vec<T, OP>(x, 2, divisor) : x[1];
+        d0[v] = o;
+        if (dst1) d1[v] = o;
+    }
+    for (uint64_t i = nvec * N + threadIdx.x; i < len; i += stride) {
+        T o = mine[i];
+        if (part) o = narrow<T>(finish<OP, A>(combine<OP, A>(widen<T>(part[i]), widen<T>(mine[i])), divisor));
+        dst0[i] = o;
+        if (dst1) dst1[i] = o;
+    }
+}
+
+// Elements of chunk c's slice at offset o (inside the chunk) that exist: at most len, not past the chunk or count.
+__device__ __forceinline__ uint64_t ring_len(uint64_t o, uint64_t len, uint64_t chunk, int c, uint64_t count) {
+    if (o >= chunk) return 0;
+    uint64_t l = chunk - o < len ? chunk - o : len;
+    const uint64_t lo = (uint64_t)c * chunk + o;
+    if (lo >= count) return 0;
+    return count - lo < l ? count - lo : l;
+}
+
+template <typename T, int OP> __device__ __forceinline__ void ring_body(const PushArgs& a) {
+    constexpr int N = 16 / sizeof(T);
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = 0;
+    __syncthreads();
+    const int n = a.nranks, r = a.rank, succ = (r + 1) % n, pred = (r + n - 1) % n;
+    const int b = blockIdx.x;
+    const uint64_t count = a.count, sl = a.slice;
+    const uint64_t chunk = ((count + n - 1) / n + N - 1) / N * N;
+    const uint64_t span = sl * gridDim.x;
+    const uint64_t rounds = (chunk + span - 1) / span;
+    const bool vec = (a.vec & PUSH_VEC) != 0;
+    const uint64_t base = a.epoch << 24;
+    uint64_t* arrivedMine = (uint64_t*)a.signal[r] + SIG_RING_ARRIVED + b;
+    uint64_t* arrivedSucc = (uint64_t*)a.signal[succ] + SIG_RING_ARRIVED + b;
+    uint64_t* freedMine = (uint64_t*)a.signal[r] + SIG_RING_FREED + b;
+    uint64_t* freedPred = (uint64_t*)a.signal[pred] + SIG_RING_FREED + b;
+    T* mySlots = (T*)a.myScratch[0] + (uint64_t)b * RING_SLOTS * sl;
+    T* succSlots = (T*)a.peerScratch[succ] + (uint64_t)b * RING_SLOTS * sl;
+    const T* in = (const T*)a.in;
+    T* out = (T*)a.out;
+    T* succOut = (T*)a.peerOut[succ];
+    if (threadIdx.x == 0) {
+        st_release_sys(freedPred, base);  // my kernel runs: my output and slots are the predecessor's to fill
+    }
+    uint64_t sent = 0, recvd = 0, rsSent = 0, rsRecvd = 0;
+    for (uint64_t j = 0; j < rounds; j++) {
+        const uint64_t o = j * span + (uint64_t)b * sl;
+        for (int s = 0; s < n; s++) {
+            const int c = (r - s + n) % n;
+            const bool last = s == n - 1;
+            const uint64_t len = ring_len(o, sl, chunk, c, count);
+            if (threadIdx.x == 0) {
+                bool ok = true;
+                if (s > 0) ok = wait_geq(arrivedMine, base + recvd + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch, pred);
+                if (ok && !last) {
+                    const uint64_t need = rsSent >= RING_SLOTS ? rsSent - RING_SLOTS + 1 : 0;
+                    ok = wait_geq(freedMine, base + need, a.abortFlag, a.status, a.timeoutNs, a.epoch, succ);
+                }
+                if (ok && last && j == 0) ok = wait_geq(freedMine, base, a.abortFlag, a.status, a.timeoutNs, a.epoch, succ);
+                if (!ok) failed = 1;
+            }
+            __syncthreads();
+            if (failed) return;
+            const T* part = s > 0 ? mySlots + (rsRecvd % RING_SLOTS) * sl : nullptr;
+            const uint64_t lo = (uint64_t)c * chunk + o;
+            if (!last) {
+                ring_step<T, OP>(succSlots + (rsSent % RING_SLOTS) * sl, nullptr, in + lo, part, len, vec, 1);
+            } else {
+                ring_step<T, OP>(out + lo, succOut + lo, in + lo, part, len, vec, a.divisor);
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                // bar.sync, then release stores at system scope: the block's loads of the slot and its
+                // stores to the successor are ordered before the flags (cumulativity)
+                if (s > 0) st_release_sys(freedPred, base + rsRecvd + 1);
+                st_release_sys(arrivedSucc, base + sent + 1);
+            }
+            if (s > 0) {
+                recvd++;
+                rsRecvd++;
+            }
+            sent++;
+            if (!last) rsSent++;
+        }
+        for (int s = 1; s <= n - 2; s++) {
+            const int c = (r - s + 1 + n) % n;
+            const uint64_t len = ring_len(o, sl, chunk, c, count);
+            if (threadIdx.x == 0 &&
+                !wait_geq(arrivedMine, base + recvd + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch, pred)) {
+                failed = 1;
+            }
+            __syncthreads();
+            if (failed) return;
+            const uint64_t lo = (uint64_t)c * chunk + o;
+            ring_step<T, OP>(succOut + lo, nullptr, out + lo, nullptr, len, vec, 1);
+            __syncthreads();
+            if (threadIdx.x == 0) st_release_sys(arrivedSucc, base + sent + 1);
+            recvd++;
+            sent++;
+        }
+        recvd++;  // the round's last chunk from the predecessor: waited for by the next wait (counters are ordered)
+    }
+    if (threadIdx.x == 0 && !wait_geq(arrivedMine, base + recvd, a.abortFlag, a.status, a.timeoutNs, a.epoch, pred)) {
+        failed = 1;
+    }
+    __syncthreads();
+    if (failed) return;
+    flag_round((const uint64_t* const*)a.signal, SIG_END, r, n, a.epoch, a.abortFlag, a.status, a.timeoutNs, &failed);
+}
+
 #define REDUCE_KERNEL(TNAME, T, OPNAME, OP)                                                                                 \
     extern "C" __global__ void __launch_bounds__(512) jccl_reduce_##TNAME##_##OPNAME(Args a) { reduce_body<T, OP>(a); }     \
     extern "C" __global__ void __launch_bounds__(512) jccl_oneshot_##TNAME##_##OPNAME(OneShotArgs a) { oneshot_body<T, OP>(a); } \
-    extern "C" __global__ void __launch_bounds__(512) jccl_push_##TNAME##_##OPNAME(PushArgs a) { push_body<T, OP>(a); }
+    extern "C" __global__ void __launch_bounds__(512) jccl_push_##TNAME##_##OPNAME(PushArgs a) { push_body<T, OP>(a); }     \
+    extern "C" __global__ void __launch_bounds__(512) jccl_ring_##TNAME##_##OPNAME(PushArgs a) { ring_body<T, OP>(a); }
 
 #define REDUCE_KERNELS(TNAME, T)            \
     REDUCE_KERNEL(TNAME, T, sum, OP_SUM)    \
@@ -618,6 +781,52 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
     const bool vec = (a.mode & MODE_VEC) != 0;
     const uint64_t base = a.epoch << 24;
     uint64_t* mine = (uint64_t*)a.signal[r];
+    if ((a.mode & MODE_CHAIN) && (a.mode & MODE_WARPS)) {
+        // Chain with a pipeline per warp: warp w of every rank covers part bytes at w's place in every
+        // round, waits for its own flag and raises its successor's, so one warp's flag and fence overlap
+        // the other warps' copies. Flags SIG_PIPE + warp: at most 1792 warps (the host caps the grid).
+        const int pos = (r - root + n) % n;
+        const int succ = (r + 1) % n;
+        const int lane = threadIdx.x % 32;
+        const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+        const uint64_t w = (uint64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+        const uint64_t wround = part * warps;
+        const uint64_t rounds = (bytes + wround - 1) / wround;
+        if (pos != n - 1) {
+            for (uint64_t k = 0; k < rounds; k++) {
+                const uint64_t off = k * wround + w * part;
+                const uint64_t len = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
+                if (pos > 0) {
+                    int bad = 0;
+                    if (lane == 0 && !wait_geq(mine + SIG_PIPE + w, base + k + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch,
+                                               (r - 1 + n) % n)) {
+                        bad = 1;
+                    }
+                    bad = __shfl_sync(0xffffffffu, bad, 0);
+                    if (bad) {
+                        failed = 1;  // the other warps' waits see the status word and stop too
+                        break;
+                    }
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off};
+                    copy_range(a.dst[r] + off, d, 1, len, vec, lane, 32);
+                } else {
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off, a.dst[r] + off};
+                    copy_range(a.src[0] + off, d, 2, len, vec, lane, 32);
+                }
+                __syncwarp();
+                if (lane == 0) {
+                    // the warp barrier orders the lanes' stores before lane 0's release store (cumulativity)
+                    st_release_sys((uint64_t*)a.signal[succ] + SIG_PIPE + w, base + k + 1);
+                }
+            }
+        }
+        __syncthreads();
+        if (failed) return;
+        if (a.mode & MODE_END) {
+            block_barrier(a, SIG_END, true);
+        }
+        return;
+    }
     if (a.mode & MODE_CHAIN) {
         // Chain: position p = r - root; rank p stores each round into rank p+1's output (the root
         // from its input, the others from their own output once rank p-1's flag says it landed).

@@ -56,6 +56,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private static final long BCAST_PULL_MIN = 512 << 10;
     /** Bytes per block per round of the pipelined broadcast. */
     private static final long BCAST_PART = 64 * 1024;
+    /** Most blocks of the warp chain broadcast: 16 warps each, one SIG_PIPE flag per warp (1792 words). */
+    private static final int BCAST_WARP_BLOCKS = 112;
 
     private static final ThreadLocal<GroupState> GROUP = ThreadLocal.withInitial(GroupState::new);
 
@@ -76,6 +78,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final KernelArgs pushArgs;
     private final KernelArgs flags;
     private final long pushSlot;
+    private final long ringSlice;
     private final String allReduceAlgo;
     private final String broadcastAlgo;
     private final String allToAllAlgo;
@@ -139,11 +142,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.args = KernelArgs.collective(arena);
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
-        this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial", "ce");
+        this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial", "ce", "ring");
         this.reduceScatterAlgo = choice(Settings.CUDA_REDUCE_SCATTER, config, "auto", "load", "ce");
         this.ceChunk = Settings.CUDA_CE_CHUNK.getLong(config) / 256 * 256;
         this.ceLanes = Settings.CUDA_CE_LANES.getInt(config);
-        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "pipe", "pull", "spread", "ce");
+        this.ringSlice = Settings.CUDA_RING_SLICE.getLong(config) / 256 * 256;
+        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "warp-chain", "pipe", "pull", "spread", "ce");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
         this.flags = KernelArgs.flags(arena);
@@ -479,6 +483,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
             ceReduce("allReduce", send, recv, op, stream, count, t, true);
             return;
         }
+        if (size > 1 && count > 0 && allReduceAlgo.equals("ring")) {
+            allReduceRing(send, recv, op, stream, count, t);
+            return;
+        }
         boolean fitsOneShot = t.bytes(count) <= oneshotMax && size > 1;
         boolean oneShot = allReduceAlgo.equals("oneshot") ? fitsOneShot : allReduceAlgo.equals("auto") && fitsOneShot;
         // auto: one-shot up to JCCL_CUDA_ONESHOT_MAX, then push (measured ahead of twoshot at every
@@ -553,6 +561,38 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 CudaDriver.launchKernel(fn, blocksFor(t.bytes(slice)), Kernels.THREADS, 0, stream.handle(), pushArgs.params(),
                         "allReduce push");
             }
+        });
+    }
+
+    /** Slots per block of the ring all-reduce (jccl_kernels.cu RING_SLOTS). */
+    private static final int RING_SLOTS = 4;
+
+    /**
+     * Ring all-reduce (jccl_kernels.cu, ring_body): one kernel; every GPU stores only to its successor,
+     * partial sums through RING_SLOTS slots per block in the successor's push scratch, the completed
+     * chunks straight into the successor's output. Slices: JCCL_CUDA_RING_SLICE per block and step,
+     * capped so that every block's slots fit the push scratch region (ranks x JCCL_CUDA_PUSH_SLOT).
+     */
+    private void allReduceRing(DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream stream, long count, DataType t) {
+        int es = t.size();
+        long chunkBytes = t.bytes(ceilDiv(count, size));
+        int blocks = blocksFor(chunkBytes);
+        long region = (long) size * pushSlot;
+        long sliceBytes = Math.min(ringSlice, region / ((long) blocks * RING_SLOTS)) / 256 * 256;
+        if (sliceBytes < 256) {
+            throw new CudaException("ring all-reduce: " + blocks + " blocks x " + RING_SLOTS + " slots do not fit the push scratch of "
+                    + region + " bytes (JCCL_CUDA_PUSH_SLOT x ranks); raise JCCL_CUDA_PUSH_SLOT or lower JCCL_CUDA_NBLOCKS");
+        }
+        long slice = sliceBytes / es;
+        int succ = (rank + 1) % size;
+        MemorySegment fn = kernels.ring(t, op);
+        submitCollective("allReduce", send.address(), recv.address(), stream, peers -> {
+            for (int q = 0; q < size; q++) {
+                pushArgs.pushPeer(q, pushScratch(peerSignal[q], 0), pushScratch(signal, 0), out(peers, q));
+            }
+            boolean vec = (send.address() | recv.address() | out(peers, succ)) % 16 == 0;
+            pushArgs.pushOp(send.address(), recv.address(), count, slice, currentEpoch, vec, false);
+            CudaDriver.launchKernel(fn, blocks, Kernels.THREADS, 0, stream.handle(), pushArgs.params(), "allReduce ring");
         });
     }
 
@@ -885,6 +925,21 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     args.dst(q, out(peers, q) + lo);
                 }
                 launchCopy(hi - lo, 1, size, se | KernelArgs.MODE_MULTI_DST | vec, slice, stream, "broadcast spread");
+                return;
+            }
+            if (how.equals("warp-chain")) {
+                // The chain with one pipeline per warp (own part, own flag): about 32 rounds, parts of
+                // 512 B to 64 KiB per warp; at most 112 blocks (1792 warps: the SIG_PIPE flags).
+                int blocks = Math.min(blocksFor(total), BCAST_WARP_BLOCKS);
+                long warps = (long) blocks * (Kernels.THREADS / 32);
+                long part = Math.max(512, Math.min(BCAST_PART, roundUp(ceilDiv(total, warps * 32L), 16)));
+                args.src(0, in(peers, root));
+                for (int q = 0; q < size; q++) {
+                    args.dst(q, out(peers, q));
+                }
+                args.op(total, currentEpoch, root, size, se | vec | KernelArgs.MODE_CHAIN | KernelArgs.MODE_WARPS, (int) part);
+                CudaDriver.launchKernel(kernels.bcast, blocks, Kernels.THREADS, 0, stream.handle(), args.params(),
+                        "broadcast warp chain");
                 return;
             }
             if (how.equals("chain")) {

@@ -222,7 +222,11 @@ class GpuCollectivesTest {
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "twoshot", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "push", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "push-serial", Coll.ALL_REDUCE),
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "ring", Coll.ALL_REDUCE),
+                // 256-byte slices: many rounds per operation, so the four slots of every block rotate
+                Arguments.of("JCCL_CUDA_ALLREDUCE", "ring;JCCL_CUDA_RING_SLICE=256", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_BROADCAST", "chain", Coll.BROADCAST),
+                Arguments.of("JCCL_CUDA_BROADCAST", "warp-chain", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pipe", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),

@@ -123,7 +123,8 @@ public final class Settings {
                     + " slice stored to one peer after another) or ce (copy engines: every GPU's copy engines write each peer's"
                     + " slice into that peer's scratch, the owner reduces it and its copy engines write the result to every peer,"
                     + " pipelined in JCCL_CUDA_CE_CHUNK pieces; measured slower than push on 4x H200, level on 2, so auto never"
-                    + " picks it)");
+                    + " picks it) or ring (reduce-scatter then all-gather around the ring: every GPU stores to its successor only,"
+                    + " JCCL_CUDA_RING_SLICE per block and step)");
     public static final Setting CUDA_REDUCE_SCATTER = Setting.define("JCCL_CUDA_REDUCE_SCATTER", null, STRING, "auto", 0, 0,
             "GPU reduce-scatter: auto, load (one kernel loads every peer's block and reduces it) or ce (copy engines write"
                     + " each block into its owner's scratch, a kernel reduces them, pipelined; measured slower than load on 4x H200, so"
@@ -134,10 +135,14 @@ public final class Settings {
     public static final Setting CUDA_CE_LANES = Setting.define("JCCL_CUDA_CE_LANES", null, INT, "2", 1, 4,
             "streams per peer and direction of the copy-engine all-reduce / reduce-scatter: consecutive pieces alternate"
                     + " between them, so one piece's copy overlaps the flag kernel between the next two");
+    public static final Setting CUDA_RING_SLICE = Setting.define("JCCL_CUDA_RING_SLICE", null, BYTES, "512K", 256, 1L << 30,
+            "bytes each thread block of the ring all-reduce sends to the successor per step (4 slots of it per block in the"
+                    + " push scratch: capped at JCCL_CUDA_PUSH_SLOT x ranks / (4 x blocks))");
     public static final Setting CUDA_PUSH_SLOT = Setting.define("JCCL_CUDA_PUSH_SLOT", null, BYTES, "64M", 1 << 20, 1L << 34,
             "per-peer scratch slot of the push all-reduce (each GPU holds one slot per rank); larger messages go in chunks");
     public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,
             "GPU broadcast algorithm: auto, chain (pipelined chain root -> root+1 -> ...: every GPU stores to one peer),"
+                    + " warp-chain (the chain with a pipeline per warp instead of per thread block),"
                     + " pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
                     + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
                     + " of the root's buffer and stores it to every rank) or ce (a chain whose copy engines forward pieces of"

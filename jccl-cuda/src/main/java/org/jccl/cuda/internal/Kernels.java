@@ -28,6 +28,7 @@ public final class Kernels {
     private final MemorySegment[] reduce = new MemorySegment[DataType.values().length * ReduceOp.values().length];
     private final MemorySegment[] oneShot = new MemorySegment[DataType.values().length * ReduceOp.values().length];
     private final MemorySegment[] push = new MemorySegment[DataType.values().length * ReduceOp.values().length];
+    private final MemorySegment[] ring = new MemorySegment[DataType.values().length * ReduceOp.values().length];
     public final MemorySegment copy;
     public final MemorySegment p2p;
     public final MemorySegment bcast;
@@ -54,6 +55,8 @@ public final class Kernels {
                         CudaDriver.moduleGetFunction(module, "jccl_oneshot_" + t.ncclName() + "_" + op.ncclName());
                 push[t.ordinal() * ReduceOp.values().length + op.ordinal()] =
                         CudaDriver.moduleGetFunction(module, "jccl_push_" + t.ncclName() + "_" + op.ncclName());
+                ring[t.ordinal() * ReduceOp.values().length + op.ordinal()] =
+                        CudaDriver.moduleGetFunction(module, "jccl_ring_" + t.ncclName() + "_" + op.ncclName());
             }
         }
         copy = CudaDriver.moduleGetFunction(module, "jccl_copy");
@@ -73,6 +76,10 @@ public final class Kernels {
 
     public MemorySegment push(DataType type, ReduceOp op) {
         return push[type.ordinal() * ReduceOp.values().length + op.ordinal()];
+    }
+
+    public MemorySegment ring(DataType type, ReduceOp op) {
+        return ring[type.ordinal() * ReduceOp.values().length + op.ordinal()];
     }
 
     public MemorySegment oneShot(DataType type, ReduceOp op) {
