@@ -235,6 +235,34 @@ __device__ bool wait_geq(const uint64_t* flag, uint64_t target, uint64_t abortFl
     return true;
 }
 
+// wait_geq for the pipelines that wait once per round in many warps or blocks: polls with relaxed
+// (volatile) loads, which leave the SM's L1 alone, and makes one acquire load once the value is there
+// (the flag only grows, so that load sees it too and orders the caller's later reads after it).
+__device__ bool wait_geq_poll(const uint64_t* flag, uint64_t target, uint64_t abortFlag, uint64_t status, uint64_t timeoutNs,
+                              uint64_t epoch, int peer) {
+    if (ld_volatile_sys(flag) < target) {
+        uint64_t start = globaltimer();
+        uint32_t spins = 0;
+        while (ld_volatile_sys(flag) < target) {
+            if (++spins == 256) {
+                spins = 0;
+                if (ld_volatile_sys((const uint64_t*)abortFlag) != 0) {
+                    report(status, ERR_ABORTED, epoch, peer);
+                    return false;
+                }
+                if (ld_volatile_sys((const uint64_t*)status) != 0) {
+                    return false;
+                }
+                if (globaltimer() - start > timeoutNs) {
+                    report(status, ERR_TIMEOUT, epoch, peer);
+                    return false;
+                }
+            }
+        }
+    }
+    return ld_acquire_sys(flag) >= target;
+}
+
 // Per-block barrier among all ranks; every thread gets the outcome. kindBase: SIG_START or SIG_END.
 __device__ bool block_barrier(const Args& a, int kindBase, bool fenceFirst) {
     __shared__ int failed;
@@ -798,7 +826,7 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
                 const uint64_t len = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
                 if (pos > 0) {
                     int bad = 0;
-                    if (lane == 0 && !wait_geq(mine + SIG_PIPE + w, base + k + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch,
+                    if (lane == 0 && !wait_geq_poll(mine + SIG_PIPE + w, base + k + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch,
                                                (r - 1 + n) % n)) {
                         bad = 1;
                     }
@@ -840,8 +868,8 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
                 const uint64_t off = k * round + blockIdx.x * part;
                 const uint64_t len = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
                 if (pos > 0) {
-                    if (threadIdx.x == 0 && !wait_geq(mine + SIG_PIPE + blockIdx.x, base + k + 1, a.abortFlag, a.status,
-                                                      a.timeoutNs, a.epoch, (r - 1 + n) % n)) {
+                    if (threadIdx.x == 0 && !wait_geq_poll(mine + SIG_PIPE + blockIdx.x, base + k + 1, a.abortFlag, a.status,
+                                                           a.timeoutNs, a.epoch, (r - 1 + n) % n)) {
                         failed = 1;
                     }
                     __syncthreads();

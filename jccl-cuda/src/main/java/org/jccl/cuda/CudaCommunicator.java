@@ -483,7 +483,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
             ceReduce("allReduce", send, recv, op, stream, count, t, true);
             return;
         }
-        if (size > 1 && count > 0 && allReduceAlgo.equals("ring")) {
+        // auto: the ring from 64 MB on 3+ GPUs (4x H200: level with push at 64 MB, ahead from 128 MB, 366 against push's
+        // 352 and NCCL's 361-363 GB/s at 4-8 GB), from 512 MB on 2 (behind push to 128 MB, ahead at 512 MB-8 GB)
+        boolean autoRing = allReduceAlgo.equals("auto") && t.bytes(count) >= (size == 2 ? RING_MIN_2 : RING_MIN);
+        if (size > 1 && count > 0 && (allReduceAlgo.equals("ring") || autoRing)) {
             allReduceRing(send, recv, op, stream, count, t);
             return;
         }
@@ -564,6 +567,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
         });
     }
 
+    /** Smallest all-reduce (bytes) auto runs as a ring, on 3 or more GPUs and on 2. */
+    private static final long RING_MIN = 64L << 20;
+    private static final long RING_MIN_2 = 512L << 20;
     /** Slots per block of the ring all-reduce (jccl_kernels.cu RING_SLOTS). */
     private static final int RING_SLOTS = 4;
 
@@ -929,8 +935,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
             if (how.equals("warp-chain")) {
                 // The chain with one pipeline per warp (own part, own flag): about 32 rounds, parts of
-                // 512 B to 64 KiB per warp; at most 112 blocks (1792 warps: the SIG_PIPE flags).
-                int blocks = Math.min(blocksFor(total), BCAST_WARP_BLOCKS);
+                // 512 B to 64 KiB per warp; 32 blocks (measured best of 16-132 from 64 MB to 512 MB on 4x H200:
+                // more warps mean smaller parts, and every part pays a release fence), at most 112 (1792 warps:
+                // the SIG_PIPE flags).
+                int blocks = Math.min(nblocksOverride > 0 ? blocksFor(total) : Math.min(blocksFor(total), 32), BCAST_WARP_BLOCKS);
                 long warps = (long) blocks * (Kernels.THREADS / 32);
                 long part = Math.max(512, Math.min(BCAST_PART, roundUp(ceilDiv(total, warps * 32L), 16)));
                 args.src(0, in(peers, root));
@@ -1070,13 +1078,19 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /**
      * The broadcast kernel auto picks for {@code bytes} (more than one rank), from the 4x H200
      * measurements in docs/PERFORMANCE.md: spread while latency dominates, pull up to 8 MB, the
-     * chain above (the two-stage pipe was not reliably ahead of it anywhere).
+     * chain above, with a pipeline per warp from 32 MB to 128 MB (the two-stage pipe was not reliably
+     * ahead of either anywhere).
      */
     private static String autoBroadcast(long bytes) {
         if (bytes <= BCAST_PULL_MIN) {
             return "spread";
         }
-        return bytes <= (8L << 20) ? "pull" : "chain";
+        if (bytes <= (8L << 20)) {
+            return "pull";
+        }
+        // the warp chain (32 blocks) measured ahead of the block chain from 64 MB to 128 MB on 4x H200 (256 against 226
+        // GB/s and 302 against 259, two sittings), level at 32 MB, behind from 256 MB (docs/PERFORMANCE.md, sittings J/K)
+        return bytes > (32L << 20) && bytes <= (128L << 20) ? "warp-chain" : "chain";
     }
 
     @Override
