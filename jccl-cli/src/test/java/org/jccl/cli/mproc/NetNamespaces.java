@@ -231,14 +231,14 @@ final class NetNamespaces implements AutoCloseable {
 
     /**
      * Makes every host's new TCP sockets use congestion control {@code name}
-     * ({@code net.ipv4.tcp_congestion_control} is per network namespace); call before the ranks start.
+     * ({@code net.ipv4.tcp_congestion_control} is per network namespace since Linux 4.15); call
+     * before the ranks start. Skips the calling test, with the kernel's answer, when it cannot.
      */
     void congestionControl(String name) throws IOException, InterruptedException {
         for (int i = 0; i < hosts; i++) {
             Result r = exec(inHost(i, List.of("sh", "-c", "echo " + name + " > /proc/sys/net/ipv4/tcp_congestion_control")));
-            if (r.code != 0) {
-                throw new IOException("cannot set TCP congestion control " + name + " in " + host(i) + ": " + r.out.strip());
-            }
+            Assumptions.assumeTrue(r.code == 0, "cannot choose TCP congestion control " + name + " in a network namespace (kernel "
+                    + System.getProperty("os.version") + "; per-namespace since Linux 4.15): " + r.out.strip());
         }
     }
 

@@ -24,9 +24,14 @@ import org.junit.jupiter.api.io.TempDir;
  * by a bridge ({@link NetNamespaces}), all-reducing in a loop over TCP on their veth interfaces
  * ({@code JCCL_SOCKET_IFNAME}, shared memory off). A partition (rank 2's switch port down: packets
  * vanish, no connection closes) fails every rank with {@code JcclTimeoutException} naming the peer
- * it lost, between half and twice {@code JCCL_PEER_TIMEOUT}; a {@code tc netem} delay well below
- * the timeout slows the all-reduces but trips nothing. Needs root and iproute2 (CI has both);
- * skips with the reason otherwise, and the delay test also when the kernel has no sch_netem.
+ * it lost, between half and twice {@code JCCL_PEER_TIMEOUT}. A delay well below the timeout slows
+ * the all-reduces but trips nothing, in two variants: a fixed {@code tc netem} delay on every rank
+ * (needs the kernel's sch_netem), and a {@code tc tbf} queue on both ends of rank 2's link that
+ * holds its data and its heartbeats alike for up to about 1.9 s (needs only sch_tbf, built into
+ * kernels that lack netem, like the development VM's), checked against the kernel's own RTT
+ * estimates. Needs root and iproute2 (CI has both); each test skips with the reason naming the
+ * missing facility otherwise (no root, no ip/tc, no namespaces, veth or bridge, no sch_netem, no
+ * sch_tbf).
  */
 class NetworkFaultProcessesTest {
     private static final int RANKS = 3;
