@@ -144,9 +144,9 @@ final class NetNamespaces implements AutoCloseable {
      * queue until the rate lets them out, so a backlog of {@code b} bytes delays the packet behind
      * it by {@code b / rate}, whichever connection it belongs to; tbf holds at most
      * {@code latency} worth of bytes and drops beyond that, so a run without drops
-     * ({@link #tbfStats}) had no packet wait longer than {@code latency}. tbf is in every Linux
-     * kernel config that has queueing disciplines at all (CONFIG_NET_SCH_TBF, built in where
-     * sch_netem is missing, as on the development VM); skips the calling test when it is not.
+     * ({@link #tbfStats}) had no packet wait longer than {@code latency} (each packet crosses one
+     * of the two queues). tbf (CONFIG_NET_SCH_TBF) is often built in where sch_netem is not, as in
+     * the development VM's kernel; skips the calling test when the kernel lacks it.
      */
     void shape(int i, long bitsPerSecond, int burstBytes, int latencyMs) throws IOException, InterruptedException {
         String tc = tool("tc");
