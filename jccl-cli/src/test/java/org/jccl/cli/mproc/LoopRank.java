@@ -18,8 +18,8 @@ import org.jccl.ReduceOp;
  * once {@code stopFile} exists, the others 0, so every rank sees the vote in the same iteration and
  * they all stop after the same number of all-reduces.
  *
- * <p>Output: {@code READY rank <r> pid <p>} after the first all-reduce, {@code OK <iterations> <epoch ms>}
- * about once a second, then either {@code DONE <iterations>} (exit 0, after {@code close()}),
+ * <p>Output: {@code READY rank <r> pid <p>} after the first all-reduce, {@code OK <iterations> <epoch ms>
+ * <slowest ms>} about once a second ({@code slowest}: the longest all-reduce since the previous OK line), then either {@code DONE <iterations>} (exit 0, after {@code close()}),
  * {@code WRONG ...} (exit {@value #WRONG_EXIT}) or {@code FAILED_AT_MS=<epoch ms> <exception>}
  * followed by {@code LATER <exception>} for a later barrier (exit {@value #FAILED_EXIT}).
  */
@@ -38,6 +38,7 @@ public final class LoopRank {
         int n = comm.size();
         float[] x = new float[floats];
         long lastOk = System.nanoTime();
+        long slowestNs = 0;
         long i = 0;
         try {
             while (true) {
@@ -45,7 +46,9 @@ public final class LoopRank {
                 for (int k = 1; k < floats; k++) {
                     x[k] = (rank + 1) * (float) (i + 1) + k % 7;
                 }
+                long t0 = System.nanoTime();
                 comm.allReduce(x, ReduceOp.SUM);
+                slowestNs = Math.max(slowestNs, System.nanoTime() - t0);
                 for (int k = 1; k < floats; k++) {
                     float want = n * (n + 1) / 2 * (float) (i + 1) + n * (k % 7);
                     if (x[k] != want) {
@@ -61,7 +64,8 @@ public final class LoopRank {
                 }
                 if (System.nanoTime() - lastOk > 1_000_000_000L) {
                     lastOk = System.nanoTime();
-                    System.out.println("OK " + i + " " + System.currentTimeMillis());
+                    System.out.println("OK " + i + " " + System.currentTimeMillis() + " " + slowestNs / 1_000_000);
+                    slowestNs = 0;
                     System.out.flush();
                 }
                 if (x[0] != 0) {

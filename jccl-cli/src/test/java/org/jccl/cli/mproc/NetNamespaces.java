@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -16,7 +18,9 @@ import org.junit.jupiter.api.Assumptions;
  * a bridge {@code br0}; namespace {@code <tag>-r<i>} holds interface {@link #IFNAME} with address
  * {@code 10.213.0.<i+1>/24}, one end of a veth pair whose other end, {@code p<i>}, is a port of the
  * bridge. Taking a port down cuts that host off without either side seeing an error (a switch
- * port failing); {@code tc netem} on a host's interface delays what it sends.
+ * port failing); {@code tc netem} on a host's interface delays what it sends; {@code tc tbf} on both
+ * ends of a host's veth pair ({@link #shape}) makes everything it sends and receives wait in a
+ * rate-limited kernel queue.
  *
  * <p>Needs root (CAP_NET_ADMIN) and iproute2; {@link #create} skips the calling test with the
  * reason when the machine lacks either, or the kernel lacks network namespaces, veth or bridges.
@@ -130,6 +134,128 @@ final class NetNamespaces implements AutoCloseable {
         Result r = exec(inHost(0, List.of(tool("tc"), "qdisc", "del", "dev", IFNAME, "root")));
         if (r.code != 0) {
             throw new IOException("cannot remove the netem probe from " + host(0) + ": " + r.out.strip());
+        }
+    }
+
+    /**
+     * Puts a token bucket ({@code tc qdisc add ... root tbf rate <bitsPerSecond>bit burst <burst>
+     * latency <latencyMs>ms}) on both ends of host {@code i}'s veth pair: its interface (what it
+     * sends) and its switch port (what it receives). Packets beyond the burst wait in the kernel's
+     * queue until the rate lets them out, so a backlog of {@code b} bytes delays the packet behind
+     * it by {@code b / rate}, whichever connection it belongs to; tbf holds at most
+     * {@code latency} worth of bytes and drops beyond that, so a run without drops
+     * ({@link #tbfStats}) had no packet wait longer than {@code latency} (each packet crosses one
+     * of the two queues). tbf (CONFIG_NET_SCH_TBF) is often built in where sch_netem is not, as in
+     * the development VM's kernel; skips the calling test when the kernel lacks it.
+     */
+    void shape(int i, long bitsPerSecond, int burstBytes, int latencyMs) throws IOException, InterruptedException {
+        String tc = tool("tc");
+        Assumptions.assumeTrue(tc != null, "the tc command (Debian package iproute2) is not installed: apt-get install iproute2");
+        List<String> tbf = List.of("root", "tbf", "rate", bitsPerSecond + "bit", "burst", Integer.toString(burstBytes), "latency",
+                latencyMs + "ms");
+        List<String> mine = new ArrayList<>(List.of(tc, "qdisc", "add", "dev", IFNAME));
+        mine.addAll(tbf);
+        Result r = exec(inHost(i, mine));
+        Assumptions.assumeTrue(r.code == 0, "tc tbf is not available: kernel " + System.getProperty("os.version") + " lacks the"
+                + " sch_tbf queueing discipline (CONFIG_NET_SCH_TBF); tc said: " + r.out.strip());
+        List<String> port = new ArrayList<>(List.of(tool("ip"), "netns", "exec", switchNs(), tc, "qdisc", "add", "dev", "p" + i));
+        port.addAll(tbf);
+        r = exec(port);
+        if (r.code != 0) {
+            throw new IOException(String.join(" ", port) + " failed (exit " + r.code + "): " + r.out.strip());
+        }
+    }
+
+    /** Counters of one tbf queue: what {@code tc -s qdisc show} reports, parsed. */
+    record TbfStats(String where, long sentBytes, long sentPackets, long dropped, long overlimits, String raw) {
+    }
+
+    private static final Pattern TC_STATS = Pattern.compile(
+            "qdisc tbf .*?Sent (\\d+) bytes (\\d+) pkt \\(dropped (\\d+), overlimits (\\d+)", Pattern.DOTALL);
+
+    /** The counters of the tbf queues {@link #shape} put on host {@code i}'s interface and on its switch port, in that order. */
+    List<TbfStats> tbfStats(int i) throws IOException, InterruptedException {
+        List<TbfStats> out = new ArrayList<>();
+        for (String[] at : List.of(new String[] {host(i), IFNAME}, new String[] {switchNs(), "p" + i})) {
+            Result r = exec(List.of(tool("ip"), "netns", "exec", at[0], tool("tc"), "-s", "qdisc", "show", "dev", at[1]));
+            Matcher m = TC_STATS.matcher(r.out);
+            if (r.code != 0 || !m.find()) {
+                throw new IOException("no tbf counters for " + at[1] + " in " + at[0] + ": " + r.out.strip());
+            }
+            out.add(new TbfStats(at[0] + "/" + at[1], Long.parseLong(m.group(1)), Long.parseLong(m.group(2)),
+                    Long.parseLong(m.group(3)), Long.parseLong(m.group(4)), r.out.strip()));
+        }
+        return out;
+    }
+
+    /** One established TCP connection as {@code ss -tin} shows it: its ends and the kernel's smoothed RTT estimate. */
+    record TcpConn(String local, int localPort, String peer, int peerPort, double rttMs, double rttVarMs, String raw) {
+    }
+
+    private static final Pattern SS_ENDS = Pattern.compile("(?m)^\\S+\\s+\\S+\\s+\\[?(?:::ffff:)?([0-9.]+)]?:(\\d+)\\s+\\[?(?:::ffff:)?([0-9.]+)]?:(\\d+)");
+    private static final Pattern SS_RTT = Pattern.compile("\\brtt:([0-9.]+)/([0-9.]+)");
+
+    /**
+     * Host {@code i}'s established TCP connections with the RTT the kernel measured on each
+     * ({@code ss -tin}: {@code rtt:<srtt>/<rttvar>} in ms, from the acknowledgements of what
+     * that end sent). Fails when the ss command (iproute2) is missing.
+     */
+    List<TcpConn> tcp(int i) throws IOException, InterruptedException {
+        String ss = tool("ss");
+        if (ss == null) {
+            throw new IOException("the ss command (Debian package iproute2) is not installed: apt-get install iproute2");
+        }
+        Result r = exec(inHost(i, List.of(ss, "-tin", "state", "established")));
+        if (r.code != 0) {
+            throw new IOException("ss -tin in " + host(i) + " failed (exit " + r.code + "): " + r.out.strip());
+        }
+        List<TcpConn> out = new ArrayList<>();
+        Matcher ends = SS_ENDS.matcher(r.out);
+        List<int[]> at = new ArrayList<>();
+        List<String[]> hosts = new ArrayList<>();
+        while (ends.find()) {
+            at.add(new int[] {ends.start(), ends.end(), Integer.parseInt(ends.group(2)), Integer.parseInt(ends.group(4))});
+            hosts.add(new String[] {ends.group(1), ends.group(3)});
+        }
+        for (int k = 0; k < at.size(); k++) {
+            String block = r.out.substring(at.get(k)[0], k + 1 < at.size() ? at.get(k + 1)[0] : r.out.length());
+            Matcher rtt = SS_RTT.matcher(block);
+            if (!rtt.find()) {
+                continue; // no RTT sample yet (nothing sent on it)
+            }
+            out.add(new TcpConn(hosts.get(k)[0], at.get(k)[2], hosts.get(k)[1], at.get(k)[3], Double.parseDouble(rtt.group(1)),
+                    Double.parseDouble(rtt.group(2)), block.strip()));
+        }
+        return out;
+    }
+
+    /**
+     * Makes every host's new TCP sockets use congestion control {@code name}
+     * ({@code net.ipv4.tcp_congestion_control} is per network namespace since Linux 4.15); call
+     * before the ranks start. Skips the calling test, with the kernel's answer, when it cannot.
+     */
+    void congestionControl(String name) throws IOException, InterruptedException {
+        for (int i = 0; i < hosts; i++) {
+            Result r = exec(inHost(i, List.of("sh", "-c", "echo " + name + " > /proc/sys/net/ipv4/tcp_congestion_control")));
+            Assumptions.assumeTrue(r.code == 0, "cannot choose TCP congestion control " + name + " in a network namespace (kernel "
+                    + System.getProperty("os.version") + "; per-namespace since Linux 4.15): " + r.out.strip());
+        }
+    }
+
+    /**
+     * Skips the calling test when {@code tc tbf} cannot be used here (no tc, or a kernel without
+     * the sch_tbf queueing discipline): puts one on host 0's interface and removes it.
+     */
+    void assumeTbf() throws IOException, InterruptedException {
+        String tc = tool("tc");
+        Assumptions.assumeTrue(tc != null, "the tc command (Debian package iproute2) is not installed: apt-get install iproute2");
+        Result r = exec(inHost(0, List.of(tc, "qdisc", "add", "dev", IFNAME, "root", "tbf", "rate", "1mbit", "burst", "3000",
+                "latency", "1s")));
+        Assumptions.assumeTrue(r.code == 0, "tc tbf is not available: kernel " + System.getProperty("os.version") + " lacks the"
+                + " sch_tbf queueing discipline (CONFIG_NET_SCH_TBF); tc said: " + r.out.strip());
+        r = exec(inHost(0, List.of(tc, "qdisc", "del", "dev", IFNAME, "root")));
+        if (r.code != 0) {
+            throw new IOException("cannot remove the tbf probe from " + host(0) + ": " + r.out.strip());
         }
     }
 
