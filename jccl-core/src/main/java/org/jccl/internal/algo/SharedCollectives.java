@@ -26,9 +26,9 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  *     every rank, so all ranks compute the same expression and get bit-identical results.</li>
  * <li>allReduce, two steps, in rounds of at most half an area: the round's piece is cut into n
  *     slices; each rank copies the slices the others reduce into its area (not its own), arrives,
- *     reduces its slice from its own input and the peers' areas in rank order into its area, says
- *     "reduced", copies it into its output and copies the peers' reduced slices out of their
- *     areas. Each slice is reduced once, so all ranks hold the same bits. About 4 passes over the data per rank
+ *     reduces its slice from its own input and the peers' areas in rank order into its output and
+ *     into its area, says "reduced", and copies the peers' reduced slices out of their areas. Each
+ *     slice is reduced once, so all ranks hold the same bits. About 4 passes over the data per rank
  *     (one copy in, one reduction, one copy out) instead of the rings' two copies per transfer.</li>
  * <li>allGather, reduceScatter: the same rounds; every byte is copied once into the writer's area
  *     and once out of it (reduceScatter: reduced out of it). Broadcast stays on the rings: a
@@ -181,16 +181,7 @@ public final class SharedCollectives {
         }
     }
 
-    /**
-     * One round of the two-step all-reduce over elements [off, off + len). This rank's slice is
-     * reduced into its own area (not into {@code r}), published, and only then copied into {@code r}:
-     * the peers start copying it out one reduction earlier than if it were published after a copy
-     * into the area, and the reduction never writes {@code r}, so in place a rank's own input slice
-     * stays intact while it is reduced (no rank needs to copy its own slice into its area).
-     * Measured against reducing into {@code r} and copying {@code r} into the area before
-     * publishing: the out-of-place form 15-20% faster from 8 MiB up, in place the same
-     * (docs/PERFORMANCE.md, "The out-of-place gap").
-     */
+    /** One round of the two-step all-reduce over elements [off, off + len). */
     private static void twoShot(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long off, long len, DataType t,
                                 ReduceOp op) {
         int n = a.ranks();
@@ -201,32 +192,37 @@ public final class SharedCollectives {
         long extra = len % n;
         long myLo = me * base + Math.min(me, extra);
         long myLen = base + (me < extra ? 1 : 0);
+        boolean inPlace = s.address() == r.address() && s.isNative() == r.isNative();
+        // In place, a rank above 1 would read its own input after the rank-order sum has begun to
+        // overwrite it: it takes its own slice from its area, so it copies that in too.
+        boolean ownFromArea = inPlace && me >= 2;
         ctx.awaitShared(a, false, k - 1);
         MemorySegment mine = a.half(me, k);
         long srcOff = off * esz;
-        if (myLo > 0) {
-            MemorySegment.copy(s, srcOff, mine, 0, myLo * esz);
-        }
-        long after = myLo + myLen;
-        if (after < len) {
-            MemorySegment.copy(s, srcOff + after * esz, mine, after * esz, (len - after) * esz);
+        if (ownFromArea) {
+            MemorySegment.copy(s, srcOff, mine, 0, len * esz);
+        } else {
+            if (myLo > 0) {
+                MemorySegment.copy(s, srcOff, mine, 0, myLo * esz);
+            }
+            long after = myLo + myLen;
+            if (after < len) {
+                MemorySegment.copy(s, srcOff + after * esz, mine, after * esz, (len - after) * esz);
+            }
         }
         a.arrive(k);
         ctx.awaitShared(a, false, k);
         if (myLen > 0) {
             long sliceBytes = myLen * esz;
-            // The peers read this part of the area only after reduced(k): it is free to accumulate in.
-            MemorySegment acc = mine.asSlice(myLo * esz, sliceBytes);
-            Reductions.reduce(acc, source(a, s, k, 0, me, off, myLo, sliceBytes, esz),
-                    source(a, s, k, 1, me, off, myLo, sliceBytes, esz), myLen, t, op);
+            MemorySegment dst = r.asSlice((off + myLo) * esz, sliceBytes);
+            Reductions.reduce(dst, source(a, s, k, 0, me, ownFromArea, off, myLo, sliceBytes, esz),
+                    source(a, s, k, 1, me, ownFromArea, off, myLo, sliceBytes, esz), myLen, t, op);
             for (int q = 2; q < n; q++) {
-                Reductions.reduce(acc, acc, source(a, s, k, q, me, off, myLo, sliceBytes, esz), myLen, t, op);
+                Reductions.reduce(dst, dst, source(a, s, k, q, me, ownFromArea, off, myLo, sliceBytes, esz), myLen, t, op);
             }
-            a.reduced(k);
-            MemorySegment.copy(acc, 0, r, (off + myLo) * esz, sliceBytes);
-        } else {
-            a.reduced(k);
+            MemorySegment.copy(dst, 0, mine, myLo * esz, sliceBytes);
         }
+        a.reduced(k);
         for (int i = 1; i < n; i++) {
             int q = (me + i) % n;
             long qLo = q * base + Math.min(q, extra);
@@ -242,9 +238,9 @@ public final class SharedCollectives {
     }
 
     /** Rank q's copy of this rank's slice in round k: its area, or this rank's own input. */
-    private static MemorySegment source(ShmCollArea a, MemorySegment s, long k, int q, int me, long off, long myLo,
+    private static MemorySegment source(ShmCollArea a, MemorySegment s, long k, int q, int me, boolean ownFromArea, long off, long myLo,
                                         long sliceBytes, int esz) {
-        if (q == me) {
+        if (q == me && !ownFromArea) {
             return s.asSlice((off + myLo) * esz, sliceBytes);
         }
         return a.half(q, k).asSlice(myLo * esz, sliceBytes);
