@@ -290,8 +290,11 @@ public final class Tuner {
             case BARRIER -> s.alpha;
             // m: the whole output (n blocks): one block copied in, n-1 copied out.
             case ALLGATHER -> s.alpha * Math.max(1, (bytes / n + h - 1) / h) + (m / n + (n - 1.0) / n * m) * s.copy;
-            // m: the whole input (n blocks): n-1 blocks copied in, one reduced from n
-            case REDUCESCATTER -> 2 * s.alpha * Math.max(1, (bytes + h - 1) / h) + (n - 1.0) / n * m * (s.copy + s.gamma);
+            // m: the whole input (n blocks): n-1 blocks copied in, one reduced from n. One
+            // synchronisation per round (arrive, wait for the peers), as all-gather's: priced at two,
+            // it lost to the ring below 4 KiB at 2 ranks once SHM had its own alpha, while it measured
+            // 0.4-0.6 us there against the ring's 0.6-1.5 (docs/PERFORMANCE.md, "SHM tuner constants").
+            case REDUCESCATTER -> s.alpha * Math.max(1, (bytes + h - 1) / h) + (n - 1.0) / n * m * (s.copy + s.gamma);
             case ALLREDUCE -> sharedOneShot(bytes, n, h)
                     ? s.alpha + m * s.copy + (n - 1) * m * s.gamma
                     : 2 * s.alpha * Math.max(1, (bytes + h - 1) / h) + (2.0 * (n - 1) + 1) / n * m * s.copy + (double) (n - 1) / n * m * s.gamma;
