@@ -20,6 +20,11 @@ echo "### jccl (shared memory between the ranks of this host), --timing median (
 bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4 -n 100 --timing median
 echo "### jccl TCP loopback (JCCL_SHM_DISABLE=1), --timing median"
 JCCL_SHM_DISABLE=1 bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4 -n 100 --timing median
+echo "### jccl (shared memory), --timing median with the anchors' buffers: one size per run (-b = -e), so every"
+echo "### operation reuses the same send and receive buffers, as the anchors do (the runs above rotate through -e bytes, as nccl-tests does)"
+for s in 8K 32K 128K 512K 2M 8M 32M 64M; do
+    bin/jccl perf all_reduce -np "$np" -b $s -e $s -n 100 --timing median | grep -E '^ +[0-9]'
+done
 echo "### jccl (shared memory), nccl-tests method (mean of 20 back-to-back async ops)"
 bin/jccl perf all_reduce -np "$np" -b 8 -e 64M -f 4
 echo "# done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"

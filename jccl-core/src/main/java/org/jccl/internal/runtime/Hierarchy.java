@@ -36,9 +36,12 @@ public final class Hierarchy {
     /**
      * Per-byte cost of the SHM rings, for the same-host stage when it runs over SHM: the slope of a
      * ping-pong between 1 MiB and 16 MiB, TunerCalibration, 2026-11-21 (docs/PERFORMANCE.md, "SHM
-     * tuner constants": 12.8 GB/s). Its alpha stays TCP's: the ping-pong alpha (0.23 us) is far
-     * below what one step of a real algorithm costs over SHM, which is why the flat tuner keeps
-     * TCP's constants for SHM altogether. Used only while {@link Tuner#model} gives SHM TCP's constants.
+     * tuner constants": 12.8 GB/s). Its alpha stays TCP's, as when this stage was measured
+     * (docs/PERFORMANCE.md, "Hierarchical collectives"): with {@link Tuner#SHM}'s per-step alpha
+     * (0.56 us) the model prices the hierarchical all-reduce below flat recursive doubling from 8 B
+     * (one cross-host step instead of two), where on this 2-core machine with 4 rank JVMs flat
+     * measured faster up to 32 KiB (each of the hierarchy's three stages waits for a core); the
+     * flat tuner uses {@link Tuner#SHM} itself.
      */
     static final double SHM_BETA = 7.8e-11;
 
@@ -117,9 +120,9 @@ public final class Hierarchy {
             }
         }
         Tuner.Model in = Tuner.slowest(intraNames);
-        if (intraNames.equals(Set.of(ShmTransport.NAME)) && in.beta() == Tuner.TCP.beta()) {
-            // SHM still borrows TCP's constants (Tuner.model): keep its alpha, take its measured per-byte cost.
-            in = new Tuner.Model(in.transport(), in.alpha(), SHM_BETA, in.gamma(), in.copy());
+        if (intraNames.equals(Set.of(ShmTransport.NAME))) {
+            // The same-host stage keeps the constants it was measured with (see SHM_BETA).
+            in = new Tuner.Model(in.transport(), Tuner.TCP.alpha(), SHM_BETA, in.gamma(), in.copy());
         }
         Tuner.Model out = Tuner.slowest(interNames);
         in = new Tuner.Model(in.transport() + ", same-host stage", in.alpha(), in.beta(), in.gamma(), in.copy());

@@ -51,16 +51,30 @@ public final class Tuner {
      */
     static final Model LOCAL = new Model("LOCAL", 1.01e-6, 4.79e-11, 8.13e-11, 3.83e-11);
     static final Model TCP = new Model("TCP", 6.43e-6, 5.79e-10, 8.13e-11, 3.83e-11);
-    private static final Map<String, Model> MEASURED = Map.of("LOCAL", LOCAL, "TCP", TCP);
+
+    /*
+     * SHM (the /dev/shm rings), measured inside real algorithms rather than by a ping-pong (whose
+     * 0.23 us alpha priced the point-to-point algorithms below the shared segment they lose to):
+     * TunerCalibration SHM-STEP, 2026-11-21 14:55-14:57 UTC, load 2-3, six runs, medians: two ranks,
+     * each blocking all-reduce timed alone after a barrier; alpha = recursive doubling's 8-byte
+     * all-reduce (one exchange step, call included: 0.51-1.21 us, median 0.56; the ring's two steps
+     * 0.79-2.82, median 0.97), beta = the ring's slope between 1 MiB and 16 MiB (2.3e-10 s/B, median)
+     * less its reduction (gamma / 2): 1.86e-10 s/B, 5.4 GB/s, the two copies per transfer of the
+     * rings included. gamma and copy are the machine's (LOCAL's), as for every transport.
+     */
+    static final Model SHM = new Model("SHM", 0.56e-6, 1.86e-10, LOCAL.gamma, LOCAL.copy);
+    private static final Map<String, Model> MEASURED = Map.of("LOCAL", LOCAL, "TCP", TCP, "SHM", SHM);
 
     /**
      * The shared collective segment ({@code Algo.SHARED}): alpha is one synchronisation step (a
      * release store of a word, acquire loads of the peers' words: 8-128 B all-reduces, which are
-     * one such step, measured 0.3-0.7 us with perf --timing median on the 2-core machine), beta 0 (no
+     * one such step, measured 0.3-0.7 us with perf --timing median on the 2-core machine; 0.40-0.55 us,
+     * median 0.43, with TunerCalibration SHM-STEP, the method and runs of {@link #SHM}'s alpha, so
+     * that the two compare like for like), beta 0 (no
      * message: the bytes move by the copies priced with the memory constants), gamma and copy LOCAL's
      * measured memory constants.
      */
-    public static final Model SHARED = new Model("SHM shared segment", 0.5e-6, 0, LOCAL.gamma, LOCAL.copy);
+    public static final Model SHARED = new Model("SHM shared segment", 0.43e-6, 0, LOCAL.gamma, LOCAL.copy);
 
     /**
      * Largest all-reduce that takes the shared segment's one-step form (every rank copies its whole
@@ -82,7 +96,7 @@ public final class Tuner {
     private static final long ONE_SHOT_MAX = 8 << 10;
 
     /**
-     * The measured model of a transport; a transport not measured yet (e.g. SHM while it is new)
+     * The measured model of a transport; a transport not measured yet (e.g. a new one)
      * gets TCP's constants under its own name: conservative, since every same-host transport is
      * at least as fast as loopback TCP.
      */
@@ -276,8 +290,11 @@ public final class Tuner {
             case BARRIER -> s.alpha;
             // m: the whole output (n blocks): one block copied in, n-1 copied out.
             case ALLGATHER -> s.alpha * Math.max(1, (bytes / n + h - 1) / h) + (m / n + (n - 1.0) / n * m) * s.copy;
-            // m: the whole input (n blocks): n-1 blocks copied in, one reduced from n
-            case REDUCESCATTER -> 2 * s.alpha * Math.max(1, (bytes + h - 1) / h) + (n - 1.0) / n * m * (s.copy + s.gamma);
+            // m: the whole input (n blocks): n-1 blocks copied in, one reduced from n. One
+            // synchronisation per round (arrive, wait for the peers), as all-gather's: priced at two,
+            // it lost to the ring below 4 KiB at 2 ranks once SHM had its own alpha, while it measured
+            // 0.4-0.6 us there against the ring's 0.6-1.5 (docs/PERFORMANCE.md, "SHM tuner constants").
+            case REDUCESCATTER -> s.alpha * Math.max(1, (bytes + h - 1) / h) + (n - 1.0) / n * m * (s.copy + s.gamma);
             case ALLREDUCE -> sharedOneShot(bytes, n, h)
                     ? s.alpha + m * s.copy + (n - 1) * m * s.gamma
                     : 2 * s.alpha * Math.max(1, (bytes + h - 1) / h) + (2.0 * (n - 1) + 1) / n * m * s.copy + (double) (n - 1) / n * m * s.gamma;

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import org.jccl.Buffer;
 import org.jccl.Communicator;
 import org.jccl.Config;
 import org.jccl.DataType;
@@ -26,6 +27,22 @@ import org.jccl.testing.Ranks;
  * java -cp jccl-core/target/classes:jccl-core/target/test-classes org.jccl.internal.runtime.TunerCalibration
  * </pre>
  * Prints one {@code new Model(...)} line per transport, to paste into {@link Tuner}.
+ *
+ * <p>{@code SHM-STEP} (an argument of its own): the SHM constants as the tuner uses them, from
+ * real point-to-point algorithms rather than a ping-pong. Two ranks over the SHM rings (no shared
+ * collective segment), each all-reduce timed alone after a barrier through the blocking API (the
+ * anchors' method, what a program pays), median of many, the least of three medians: recursive
+ * doubling (one exchange at two ranks) and ring (a reduce-scatter step and an all-gather step) at
+ * 8 B; alpha is the cost of one exchange step of a real algorithm, recursive doubling's 8-byte
+ * operation (the model has no per-operation term, so a step carries the call, as
+ * {@link Tuner#SHARED}'s alpha is a whole one-step operation; the ring's second step, costing less,
+ * is printed too); beta from the ring's slope
+ * between 1 MiB and 16 MiB, whose model is {@code 2 alpha + m beta + m gamma / 2} at two ranks. The
+ * shared segment's one-step 8-byte all-reduce is timed the same way, to check {@link Tuner#SHARED}'s alpha.
+ * <pre>
+ * java --add-modules jdk.incubator.vector -cp jccl-core/target/classes:jccl-core/target/test-classes \
+ *     org.jccl.internal.runtime.TunerCalibration SHM-STEP
+ * </pre>
  */
 public final class TunerCalibration {
     private static final long SMALL = 8;
@@ -35,6 +52,10 @@ public final class TunerCalibration {
     public static void main(String[] args) {
         double[] gc = gammaAndCopy();
         for (String tr : args.length > 0 ? args : new String[] {"LOCAL", "SHM", "TCP"}) {
+            if (tr.equals("SHM-STEP")) {
+                shmSteps(gc);
+                continue;
+            }
             Config cfg = switch (tr) {
                 case "TCP" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1");
                 case "SHM" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1"); // same host: the shared-memory rings
@@ -50,6 +71,61 @@ public final class TunerCalibration {
             System.out.printf(Locale.ROOT, "    static final Model %s = new Model(\"%s\", %.3g, %.3g, %.3g, %.3g);%n", tr, tr, alpha, beta,
                     gc[0], gc[1]);
         }
+    }
+
+    /** The SHM model from one step of real algorithms (see the class comment). */
+    static void shmSteps(double[] gc) {
+        Config rings = Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_COLL_BUFFER", "0");
+        double rd = bestOp(rings.with("JCCL_ALGO", "allreduce:rd"), SMALL, 4000);
+        double ring = bestOp(rings.with("JCCL_ALGO", "allreduce:ring"), SMALL, 4000);
+        double ringMid = bestOp(rings.with("JCCL_ALGO", "allreduce:ring"), MID, 200);
+        double ringBig = bestOp(rings.with("JCCL_ALGO", "allreduce:ring"), BIG, 30);
+        double shared = bestOp(Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_ALGO", "allreduce:shared"), SMALL, 4000);
+        double alpha = rd;
+        double slope = (ringBig - ringMid) / (BIG - MID);
+        double beta = Math.max(0, slope - gc[0] / 2);
+        System.out.printf(Locale.ROOT, "SHM-STEP: all-reduce 8 B: rd (1 step) %.2f us, ring (2 steps) %.2f us, shared segment (1 step) %.2f us;"
+                + " ring 1 MiB %.1f us, 16 MiB %.1f us%n", rd * 1e6, ring * 1e6, shared * 1e6, ringMid * 1e6, ringBig * 1e6);
+        System.out.printf(Locale.ROOT, "    alpha = rd = %.2f us per step (the ring's second step: %.2f us); beta = ring slope %.3g - gamma/2"
+                + " = %.3g s/B (%.1f GB/s)%n", alpha * 1e6, (ring - rd) * 1e6, slope, beta, beta > 0 ? 1e-9 / beta : 0);
+        System.out.printf(Locale.ROOT, "    static final Model SHM = new Model(\"SHM\", %.3g, %.3g, %.3g, %.3g);%n", alpha, beta, gc[0], gc[1]);
+    }
+
+    /** The least of three medians of {@link #blockingAllReduce}. */
+    static double bestOp(Config cfg, long bytes, int iters) {
+        double b = Double.MAX_VALUE;
+        for (int i = 0; i < 3; i++) {
+            b = Math.min(b, blockingAllReduce(cfg, bytes, iters));
+        }
+        return b;
+    }
+
+    /**
+     * Median over {@code iters} (after warm-up) of a blocking float32 SUM all-reduce of {@code bytes}
+     * at two ranks, in place, each timed alone on rank 0 after a barrier, in seconds.
+     */
+    static double blockingAllReduce(Config cfg, long bytes, int iters) {
+        List<Communicator> cs = Jccl.initLocal(2, cfg);
+        double[] t = new double[iters];
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment[] buf = {arena.allocate(bytes, 64), arena.allocate(bytes, 64)};
+            Ranks.run(cs, Duration.ofMinutes(5), c -> {
+                Buffer b = Buffer.of(buf[c.rank()], bytes / 4, DataType.FLOAT32);
+                int warm = Math.max(5, iters / 10);
+                for (int i = -warm; i < iters; i++) {
+                    c.barrier();
+                    long t0 = System.nanoTime();
+                    c.allReduce(b, b, ReduceOp.SUM);
+                    if (i >= 0 && c.rank() == 0) {
+                        t[i] = (System.nanoTime() - t0) / 1e9;
+                    }
+                }
+            });
+        } finally {
+            cs.forEach(Communicator::close);
+        }
+        Arrays.sort(t);
+        return t[iters / 2];
     }
 
     /**

@@ -133,9 +133,16 @@ class TunerTest {
         assertEquals("TCP", Tuner.model("TCP").transport());
         assertEquals("LOCAL", Tuner.model("LOCAL").transport());
         // a transport not measured yet gets TCP's constants under its own name
+        Tuner.Model other = Tuner.model("NEW");
+        assertEquals("NEW", other.transport());
+        assertEquals(Tuner.model("TCP").alpha(), other.alpha());
+        // SHM has its own, measured inside real algorithms: cheaper than TCP per step and per byte,
+        // but a step dearer than the shared segment's one synchronisation (which must win small all-reduces)
         Tuner.Model shm = Tuner.model("SHM");
         assertEquals("SHM", shm.transport());
-        assertEquals(Tuner.model("TCP").alpha(), shm.alpha());
+        assertTrue(shm.alpha() < Tuner.model("TCP").alpha() && shm.beta() < Tuner.model("TCP").beta());
+        assertTrue(shm.alpha() > Tuner.SHARED.alpha());
+        assertEquals("TCP", Tuner.slowest(Set.of("SHM", "TCP")).transport());
         // a communicator whose pairs use several transports is modelled by the slowest
         assertEquals("TCP", Tuner.slowest(Set.of("LOCAL", "TCP")).transport());
         assertEquals("LOCAL", Tuner.slowest(Set.of("LOCAL")).transport());
