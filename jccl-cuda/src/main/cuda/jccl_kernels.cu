@@ -208,6 +208,24 @@ __device__ void report(uint64_t status, uint64_t code, uint64_t epoch, int peer)
     }
 }
 
+// Checked every 256 polls of a wait: true when the wait must give up (abort() was called, another
+// block or kernel already failed, or the deadline passed), with the reason reported.
+__device__ __forceinline__ bool wait_gives_up(uint64_t abortFlag, uint64_t status, uint64_t start, uint64_t timeoutNs,
+                                              uint64_t epoch, int peer) {
+    if (ld_volatile_sys((const uint64_t*)abortFlag) != 0) {
+        report(status, ERR_ABORTED, epoch, peer);
+        return true;
+    }
+    if (ld_volatile_sys((const uint64_t*)status) != 0) {
+        return true;  // another block or kernel already failed
+    }
+    if (globaltimer() - start > timeoutNs) {
+        report(status, ERR_TIMEOUT, epoch, peer);
+        return true;
+    }
+    return false;
+}
+
 // Waits until *flag >= target; false when aborted or past the deadline (already reported).
 __device__ bool wait_geq(const uint64_t* flag, uint64_t target, uint64_t abortFlag, uint64_t status,
                          uint64_t timeoutNs, uint64_t epoch, int peer) {
@@ -219,15 +237,7 @@ __device__ bool wait_geq(const uint64_t* flag, uint64_t target, uint64_t abortFl
     while (ld_acquire_sys(flag) < target) {
         if (++spins == 256) {
             spins = 0;
-            if (ld_volatile_sys((const uint64_t*)abortFlag) != 0) {
-                report(status, ERR_ABORTED, epoch, peer);
-                return false;
-            }
-            if (ld_volatile_sys((const uint64_t*)status) != 0) {
-                return false;  // another block or kernel already failed
-            }
-            if (globaltimer() - start > timeoutNs) {
-                report(status, ERR_TIMEOUT, epoch, peer);
+            if (wait_gives_up(abortFlag, status, start, timeoutNs, epoch, peer)) {
                 return false;
             }
         }
@@ -246,15 +256,7 @@ __device__ bool wait_geq_poll(const uint64_t* flag, uint64_t target, uint64_t ab
         while (ld_volatile_sys(flag) < target) {
             if (++spins == 256) {
                 spins = 0;
-                if (ld_volatile_sys((const uint64_t*)abortFlag) != 0) {
-                    report(status, ERR_ABORTED, epoch, peer);
-                    return false;
-                }
-                if (ld_volatile_sys((const uint64_t*)status) != 0) {
-                    return false;
-                }
-                if (globaltimer() - start > timeoutNs) {
-                    report(status, ERR_TIMEOUT, epoch, peer);
+                if (wait_gives_up(abortFlag, status, start, timeoutNs, epoch, peer)) {
                     return false;
                 }
             }
