@@ -93,9 +93,17 @@ public final class TunerCalibration {
 
     /** The least of three medians of {@link #blockingAllReduce}. */
     static double bestOp(Config cfg, long bytes, int iters) {
+        return leastOfThree(() -> blockingAllReduce(cfg, bytes, iters));
+    }
+
+    /**
+     * The least of three runs of a median: on a shared machine other processes only ever add time (a
+     * rank whose peer lost its core waits out the 200 us spin phase), so the least is the transport's.
+     */
+    static double leastOfThree(java.util.function.DoubleSupplier median) {
         double b = Double.MAX_VALUE;
         for (int i = 0; i < 3; i++) {
-            b = Math.min(b, blockingAllReduce(cfg, bytes, iters));
+            b = Math.min(b, median.getAsDouble());
         }
         return b;
     }
@@ -128,16 +136,9 @@ public final class TunerCalibration {
         return t[iters / 2];
     }
 
-    /**
-     * The least of three medians: on a shared machine other processes only ever add time (a rank
-     * whose peer lost its core waits out the 200 us spin phase), so the least is the transport's.
-     */
+    /** The least of three medians of {@link #halfRoundTrip}. */
     static double best(Config cfg, long bytes, int iters) {
-        double b = Double.MAX_VALUE;
-        for (int i = 0; i < 3; i++) {
-            b = Math.min(b, halfRoundTrip(cfg, bytes, iters));
-        }
-        return b;
+        return leastOfThree(() -> halfRoundTrip(cfg, bytes, iters));
     }
 
     /**
