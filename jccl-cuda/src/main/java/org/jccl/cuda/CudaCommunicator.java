@@ -31,7 +31,8 @@ import org.jccl.internal.log.Log;
  * <p>Algorithms (each one kernel, bracketed by a start and an end barrier among the ranks'
  * kernels, see jccl_kernels.cu): all-reduce one-shot (every GPU reads every peer's input and
  * reduces; small messages, out of place) or two-shot (GPU r reduces slice r from every peer and
- * writes the result into every peer's output); reduce-scatter and reduce by the same slice scheme;
+ * writes the result into every peer's output), or for large messages a ring (every GPU stores only
+ * to its successor: reduce-scatter, then all-gather); reduce-scatter and reduce by the same slice scheme;
  * all-gather, broadcast and all-to-all as pushes (stores into the peers' outputs); send/recv as
  * pushes after the receiver's kernel says its buffer is free.
  *
