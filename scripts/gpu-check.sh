@@ -31,7 +31,8 @@
 #   PERF_BACKENDS       default "jccl nccl"
 #   MAXBYTES            largest size (default 8G: 2 x 8 GB per GPU); PERF_ARGS extra perf flags
 #   SAN_TIMEOUT         seconds for the sanitizer phase (default 200); SAN_TOOLS (default "memcheck racecheck")
-#   SAN_RANKS           rank counts under the sanitizer (default 2); SAN_PROPS extra JVM flags
+#   SAN_RANKS           rank counts under the sanitizer (default 2); SAN_PROPS extra JVM flags;
+#                       SAN_SELECT JUnit console selectors (default --select-class org.jccl.cuda.GpuCollectivesTest)
 #   MPROC_TIMEOUT       seconds for the mproc phase (default 120); MPROC_MAXBYTES (default 1G); MPROC_ARGS
 set -u
 
@@ -289,7 +290,7 @@ phase_sanitizer() {
             "$JAVA" "${JOPTS[@]}" -Djccl.gpu.sweep=tiny -Djccl.gpu.backends=jccl -Djccl.gpu.ranks="${SAN_RANKS:-2}" \
             -Djccl.gpu.caseTimeoutSeconds=120 ${SAN_PROPS:-} \
             -jar "$CONSOLE" execute --disable-banner --disable-ansi-colors --details=summary --class-path "$TEST_CP" \
-            --select-class org.jccl.cuda.GpuCollectivesTest --exclude-tag errors > "$tmp" 2>&1
+            ${SAN_SELECT:---select-class org.jccl.cuda.GpuCollectivesTest} --exclude-tag errors > "$tmp" 2>&1
         rc1=$?
         cat "$tmp" >> "$f"
         errs=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$tmp" | tail -n 1 | grep -oE '[0-9]+')

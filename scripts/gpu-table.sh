@@ -27,7 +27,7 @@ TYPES=${TYPES:-float}
 BACKENDS=${BACKENDS:-"jccl nccl"}
 AR_VARIANTS=${AR_VARIANTS:-}
 VARIANTS=${VARIANTS:-}
-MINB=${MINB:-8}; MAXB=${MAXB:-1G}; BIGB=${BIGB:-8G}; FACTOR=${FACTOR:-4}
+MINB=${MINB:-8}; MAXB=${MAXB:-1G}; BIGB=${BIGB-8G}; FACTOR=${FACTOR:-4}
 PERF="java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -jar .device/cli/jccl-cli.jar perf"
 summary=$OUT/summary.txt
 for coll in $COLLS; do

@@ -31,7 +31,7 @@
 #define SIG_READY (2 * JCCL_MAX_BLOCKS * JCCL_MAX_RANKS)      // [receiver rank], stored at the sender
 #define SIG_DONE (SIG_READY + JCCL_MAX_RANKS)                 // [sender rank], stored at the receiver
 #define SIG_COUNTER (SIG_DONE + JCCL_MAX_RANKS)               // local: p2p blocks finished
-#define SIG_PIPE 4352                                         // [block]: broadcast rounds, stored by the root
+#define SIG_PIPE 4352                                         // [block]: broadcast rounds, stored by the predecessor (chain-async: [block][parity])
 #define SIG_CE 6144                                           // copy-engine pipelines' flags (set and read by jccl_flags only):
                                                               // [6144 + 8 lane + src] arrived (lanes 0-3), [6176 + src] slot
                                                               // freed, [6184 + src] done
@@ -46,6 +46,7 @@
 #define MODE_SPLIT 16     // copy, tasks: the blocks split into nsrc groups, one task each, all tasks at once
 #define MODE_CHAIN 32     // bcast: a pipelined chain root -> root+1 -> ... (each GPU stores to one peer)
 #define MODE_WARPS 64     // bcast chain: every warp is its own pipeline (own part, own flag), not every block
+#define MODE_ROLES 128    // bcast chain: per block, copying warps plus a poller and a signaller warp (no end barrier)
 
 // Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
 #define ERR_ABORTED 1
@@ -797,6 +798,111 @@ extern "C" __global__ void __launch_bounds__(512) jccl_copy(Args a) {
 // MODE_CHAIN: the same rounds along a chain root -> root+1 -> ..., so that every GPU stores to one
 // peer only (measured faster than storing to several peers at once on NVSwitch).
 
+// MODE_CHAIN | MODE_ROLES: the block chain with the per-round flag taken off the copying warps' path.
+// In every block the last two warps signal (even and odd rounds), the one before them polls, the
+// others copy. Round k: the poller waits for the predecessor's flag for round k (and, before round 0,
+// for the successor's "started" word), then meets the copiers at barrier 1; they copy the block's part
+// of round k and meet signaller k % 2 at barrier 2 + k % 2, which publishes round k into the
+// successor's signal area with a release store at system scope (ordered after the copiers' stores by
+// the barrier: cumulativity). The copiers go on while that store waits for their stores to land: they
+// wait for a signaller only if its previous store (two rounds back) has not completed, so the fence
+// costs the pipeline latency, not every round a stall. Each parity has its own flag word per block
+// (SIG_PIPE + 2 block + parity, values epoch << 24 plus round + 1), so the two signallers never
+// publish out of order into one word.
+// Start: every non-root tells its predecessor that its kernel runs (its output is free) through its
+// SIG_START word at the predecessor; the predecessor's poller waits for that before round 0. No end
+// barrier: a rank's kernel ends once it has seen every round's flag from its predecessor, so its
+// output is complete, and nobody reads another rank's memory. Failures: the poller records the round
+// of a failed wait in `failedAt` before barrier 1; the copiers skip that round's copy, still meet the
+// round's signaller and, when there is a next round, the other signaller too; each signaller then
+// stores nothing and leaves, so no barrier waits for a warp that has gone. The poller may record round
+// k + 1 while the others finish round k, so each compares failedAt with its own round.
+__device__ __forceinline__ void bar_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ void bcast_chain_roles(const Args& a) {
+    __shared__ volatile uint64_t failedAt;  // the round whose wait failed; written by the poller only
+    const int n = a.nranks, root = a.nsrc, r = a.rank;
+    const int pos = (r - root + n) % n, succ = (r + 1) % n, pred = (r - 1 + n) % n;
+    const uint64_t bytes = a.count, part = (uint64_t)a.divisor, round = part * gridDim.x;
+    const uint64_t rounds = (bytes + round - 1) / round;
+    const bool vec = (a.mode & MODE_VEC) != 0;
+    const uint64_t base = a.epoch << 24;
+    uint64_t* mine = (uint64_t*)a.signal[r];
+    uint64_t* flags = mine + SIG_PIPE + 2 * blockIdx.x;  // [parity]: written by the predecessor
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const int copiers = (warps - 3) * 32, team = copiers + 32;
+    if (threadIdx.x == 0) {
+        failedAt = ~0ull;
+        if (pos > 0) {
+            st_release_sys((uint64_t*)a.signal[pred] + SIG_START + blockIdx.x * JCCL_MAX_RANKS + r, a.epoch);
+        }
+    }
+    __syncthreads();
+    if (pos == n - 1) {
+        // last in the chain: receives only; done once the predecessor's last flag of each parity is here
+        if (threadIdx.x < 2 && (uint64_t)threadIdx.x < rounds) {
+            const uint64_t last = rounds - 1 - ((rounds - 1 - threadIdx.x) & 1);  // the last round of this parity
+            wait_geq_poll(flags + threadIdx.x, base + last + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch, pred);
+        }
+        return;
+    }
+    if (warp == warps - 3) {
+        // poller
+        for (uint64_t k = 0; k < rounds; k++) {
+            if (lane == 0) {
+                if (k == 0 && !wait_geq_poll(mine + SIG_START + blockIdx.x * JCCL_MAX_RANKS + succ, a.epoch, a.abortFlag, a.status,
+                                             a.timeoutNs, a.epoch, succ)) {
+                    failedAt = k;
+                } else if (pos > 0 && !wait_geq_poll(flags + (k & 1), base + k + 1, a.abortFlag, a.status, a.timeoutNs, a.epoch,
+                                                     pred)) {
+                    failedAt = k;
+                }
+            }
+            __syncwarp();
+            const bool ok = failedAt > k;
+            bar_sync(1, team);
+            if (!ok) return;
+        }
+    } else if (warp >= warps - 2) {
+        // signaller of rounds k with k % 2 == p
+        const int p = warp - (warps - 2);
+        uint64_t* theirs = (uint64_t*)a.signal[succ] + SIG_PIPE + 2 * blockIdx.x + p;
+        for (uint64_t k = p; k < rounds; k += 2) {
+            bar_sync(2 + p, team);
+            if (failedAt <= k) return;  // round k was not copied (a later round's failure leaves it > k)
+            if (lane == 0) {
+                st_release_sys(theirs, base + k + 1);
+            }
+        }
+    } else {
+        // copiers
+        for (uint64_t k = 0; k < rounds; k++) {
+            bar_sync(1, team);
+            const bool ok = failedAt > k;
+            if (ok) {
+                const uint64_t off = k * round + blockIdx.x * part;
+                const uint64_t len = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
+                if (pos > 0) {
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off};
+                    copy_range(a.dst[r] + off, d, 1, len, vec, threadIdx.x, copiers);
+                } else {
+                    uint64_t d[JCCL_MAX_RANKS] = {a.dst[succ] + off, a.dst[r] + off};
+                    copy_range(a.src[0] + off, d, 2, len, vec, threadIdx.x, copiers);
+                }
+            }
+            bar_sync(2 + (int)(k & 1), team);
+            if (!ok) {
+                if (k + 1 < rounds) {
+                    bar_sync(2 + (int)((k + 1) & 1), team);  // lets the other signaller see the failure and leave
+                }
+                return;
+            }
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
     __shared__ int failed;
     if ((a.mode & MODE_START) && !block_barrier(a, SIG_START, false)) {
@@ -811,6 +917,10 @@ extern "C" __global__ void __launch_bounds__(512) jccl_bcast(Args a) {
     const bool vec = (a.mode & MODE_VEC) != 0;
     const uint64_t base = a.epoch << 24;
     uint64_t* mine = (uint64_t*)a.signal[r];
+    if ((a.mode & MODE_CHAIN) && (a.mode & MODE_ROLES)) {
+        bcast_chain_roles(a);
+        return;
+    }
     if ((a.mode & MODE_CHAIN) && (a.mode & MODE_WARPS)) {
         // Chain with a pipeline per warp: warp w of every rank covers part bytes at w's place in every
         // round, waits for its own flag and raises its successor's, so one warp's flag and fence overlap

@@ -57,6 +57,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private static final long BCAST_PULL_MIN = 512 << 10;
     /** Bytes per block per round of the pipelined broadcast. */
     private static final long BCAST_PART = 64 * 1024;
+    /** Bytes per block per round of the chain-async broadcast (JCCL_CUDA_BCAST_PART=0). */
+    private static final long BCAST_ASYNC_PART = 64 * 1024;
     /** Most blocks of the warp chain broadcast: 16 warps each, one SIG_PIPE flag per warp (1792 words). */
     private static final int BCAST_WARP_BLOCKS = 112;
 
@@ -80,6 +82,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final KernelArgs flags;
     private final long pushSlot;
     private final long ringSlice;
+    private final long bcastPart;
     private final String allReduceAlgo;
     private final String broadcastAlgo;
     private final String allToAllAlgo;
@@ -148,7 +151,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.ceChunk = Settings.CUDA_CE_CHUNK.getLong(config) / 256 * 256;
         this.ceLanes = Settings.CUDA_CE_LANES.getInt(config);
         this.ringSlice = Settings.CUDA_RING_SLICE.getLong(config) / 256 * 256;
-        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "warp-chain", "pipe", "pull", "spread", "ce");
+        this.bcastPart = roundUp(Settings.CUDA_BCAST_PART.getLong(config), 16);
+        this.broadcastAlgo = choice(Settings.CUDA_BROADCAST, config, "auto", "chain", "warp-chain", "chain-async", "pipe", "pull", "spread", "ce");
         this.allToAllAlgo = choice(Settings.CUDA_ALLTOALL, config, "auto", "split", "serial");
         this.pushArgs = KernelArgs.push(arena);
         this.flags = KernelArgs.flags(arena);
@@ -951,6 +955,24 @@ public final class CudaCommunicator implements DeviceCommunicator {
                         "broadcast warp chain");
                 return;
             }
+            if (how.equals("chain-async")) {
+                // The block chain with roles per block (copying warps, a poller, two signallers): the per-round
+                // release store no longer stalls the copies. 64 blocks unless JCCL_CUDA_NBLOCKS (32 capped the
+                // rate at ~315 GB/s on 4x H200, 48 and 96 measured slower than 64); parts of 64 KiB per block
+                // and round unless JCCL_CUDA_BCAST_PART (16 KiB: a round's barriers and flags cost as much as
+                // its copy; a fixed number of rounds instead: the pipeline fill grows with the size).
+                // Pairwise start (the successor says its kernel runs), no end barrier.
+                int blocks = nblocksOverride > 0 ? blocksFor(total) : Math.min(blocksFor(total), 64);
+                long part = bcastPart > 0 ? bcastPart : BCAST_ASYNC_PART;
+                args.src(0, in(peers, root));
+                for (int q = 0; q < size; q++) {
+                    args.dst(q, out(peers, q));
+                }
+                args.op(total, currentEpoch, root, size, vec | KernelArgs.MODE_CHAIN | KernelArgs.MODE_ROLES, (int) part);
+                CudaDriver.launchKernel(kernels.bcast, blocks, Kernels.THREADS, 0, stream.handle(), args.params(),
+                        "broadcast chain-async");
+                return;
+            }
             if (how.equals("chain")) {
                 // A pipelined chain: every GPU stores to its successor only; about 32 rounds or more.
                 // Each round costs every block a flag wait whose price grows with the number of blocks,
@@ -1079,8 +1101,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /**
      * The broadcast kernel auto picks for {@code bytes} (more than one rank), from the 4x H200
      * measurements in docs/PERFORMANCE.md: spread while latency dominates, pull up to 8 MB, the
-     * chain above, with a pipeline per warp from 32 MB to 128 MB (the two-stage pipe was not reliably
-     * ahead of either anywhere).
+     * chain above, with a pipeline per warp above 32 MB and the chain-async (signalling off the copying
+     * warps' path) from 64 MB to 512 MB (the two-stage pipe was not reliably ahead of any of them anywhere).
      */
     private static String autoBroadcast(long bytes) {
         if (bytes <= BCAST_PULL_MIN) {
@@ -1091,7 +1113,12 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         // the warp chain (32 blocks) measured ahead of the block chain from 64 MB to 128 MB on 4x H200 (256 against 226
         // GB/s and 302 against 259, two sittings), level at 32 MB, behind from 256 MB (docs/PERFORMANCE.md, sittings J/K)
-        return bytes > (32L << 20) && bytes <= (128L << 20) ? "warp-chain" : "chain";
+        // chain-async (64 blocks, 64 KiB parts) measured 0.95x NCCL at 64 MB where the warp chain was 0.78-0.80x, 0.98x
+        // at 128 MB, 0.98x at 256 MB, level with the chain at 512 MB and behind it from 4 GB (sittings N/O)
+        if (bytes >= (64L << 20) && bytes <= (512L << 20)) {
+            return "chain-async";
+        }
+        return bytes > (32L << 20) && bytes < (64L << 20) ? "warp-chain" : "chain";
     }
 
     @Override

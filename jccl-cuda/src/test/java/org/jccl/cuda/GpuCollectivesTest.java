@@ -227,6 +227,9 @@ class GpuCollectivesTest {
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "ring;JCCL_CUDA_RING_SLICE=256", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_BROADCAST", "chain", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "warp-chain", Coll.BROADCAST),
+                Arguments.of("JCCL_CUDA_BROADCAST", "chain-async", Coll.BROADCAST),
+                // 16-byte parts: many rounds per operation, every flag and barrier of the roles exercised
+                Arguments.of("JCCL_CUDA_BROADCAST", "chain-async;JCCL_CUDA_BCAST_PART=16", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pipe", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "pull", Coll.BROADCAST),
                 Arguments.of("JCCL_CUDA_BROADCAST", "spread", Coll.BROADCAST),

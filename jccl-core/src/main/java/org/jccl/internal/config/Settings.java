@@ -143,10 +143,14 @@ public final class Settings {
     public static final Setting CUDA_BROADCAST = Setting.define("JCCL_CUDA_BROADCAST", null, STRING, "auto", 0, 0,
             "GPU broadcast algorithm: auto, chain (pipelined chain root -> root+1 -> ...: every GPU stores to one peer),"
                     + " warp-chain (the chain with a pipeline per warp instead of per thread block),"
+                    + " chain-async (the block chain with the per-round flags in two signalling warps, off the copying warps' path;"
+                    + " parts of JCCL_CUDA_BCAST_PART; auto from 64 MB to 512 MB),"
                     + " pipe (the root stores slice j into rank j, which forwards it to the others, pipelined),"
                     + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
                     + " of the root's buffer and stores it to every rank) or ce (a chain whose copy engines forward pieces of"
                     + " JCCL_CUDA_CE_CHUNK; measured slower than chain on 4x H200, so auto never picks it)");
+    public static final Setting CUDA_BCAST_PART = Setting.define("JCCL_CUDA_BCAST_PART", null, BYTES, "0", 0, 1L << 30,
+            "bytes each thread block of the chain-async broadcast forwards per round (0: 64 KiB)");
     public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,
             "GPU all-to-all: auto, split (the blocks split over the peers: every link busy at once) or serial (one peer after"
                     + " another, in an order rotated by rank)");

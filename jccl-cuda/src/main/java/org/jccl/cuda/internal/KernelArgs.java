@@ -26,6 +26,7 @@ public final class KernelArgs {
     public static final int MODE_SPLIT = 16;
     public static final int MODE_CHAIN = 32;
     public static final int MODE_WARPS = 64;
+    public static final int MODE_ROLES = 128;
 
     // struct Args
     static final long SRC = 0;
