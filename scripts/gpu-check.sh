@@ -293,7 +293,8 @@ phase_sanitizer() {
             ${SAN_SELECT:---select-class org.jccl.cuda.GpuCollectivesTest} --exclude-tag errors > "$tmp" 2>&1
         rc1=$?
         cat "$tmp" >> "$f"
-        errs=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$tmp" | tail -n 1 | grep -oE '[0-9]+')
+        # memcheck prints "ERROR SUMMARY: N errors", racecheck "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+        errs=$(grep -oE 'ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard' "$tmp" | tail -n 1 | grep -oE '[0-9]+')
         SAN_NOTE+="$tool: rc=$rc1$([ $rc1 -eq 124 ] && echo ' timed out'), ${errs:-?} error(s), tests $(junit_counts "$tmp"); "
         while IFS= read -r l; do DETAIL+=("    $tool: ${l:0:200}"); done < <(grep -E '^========= +(Invalid|Race|Error|Program hit)' "$tmp" | sort | uniq -c | sort -rn | head -n 6)
         [ $rc1 -ne 0 ] && rc=$rc1
