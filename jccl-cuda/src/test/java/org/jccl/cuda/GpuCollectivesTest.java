@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -605,6 +606,84 @@ class GpuCollectivesTest {
             return je.code() == ErrorCode.INVALID_USAGE || backend == Backend.NCCL;
         }
         return false;
+    }
+
+    /**
+     * The chain-async broadcast's give-up path: rank 2 of a 3-GPU chain (root 0) starts its kernel
+     * seconds late (its stream is busy with memsets), so rank 1's poller waits past
+     * JCCL_CUDA_WAIT_TIMEOUT for rank 2's start word, and rank 2 then waits in vain for rank 1's
+     * flags. Both kernels must end (every warp of every block leaves, no named barrier left
+     * waiting), every stream must go idle, and the next call of ranks 1 and 2 must name the rank
+     * waited for and the setting.
+     */
+    @Order(6)
+    @Test
+    @Tag("errors")
+    @Timeout(value = 180, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void chainAsyncBroadcastGivesUpOnALateRank() throws Exception {
+        skipUnless(Backend.JCCL);
+        Assumptions.assumeTrue(Cuda.deviceCount() >= 3, "skipped: needs 3 GPUs");
+        GpuEnv.closeAll();
+        List<CudaDevice> devices = GpuEnv.devices(3);
+        org.jccl.Config config = org.jccl.Config.fromEnvironment().with("JCCL_CUDA_BROADCAST", "chain-async")
+                .with("JCCL_CUDA_WAIT_TIMEOUT", "1");
+        List<DeviceCommunicator> comms = RankSet.withDeadline("createAll with chain-async", GpuEnv.CREATE_TIMEOUT,
+                () -> List.copyOf(CudaCommunicator.createAll(devices, config)));
+        List<String> problems = new ArrayList<>();
+        try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {
+            long count = 16L << 20; // 64 MiB of floats: 16 rounds of 64 blocks x 64 KiB
+            List<DeviceBuffer> sends = new ArrayList<>();
+            List<DeviceBuffer> recvs = new ArrayList<>();
+            for (int r = 0; r < 3; r++) {
+                sends.add(devices.get(r).allocate(count, DataType.FLOAT32));
+                recvs.add(devices.get(r).allocate(count, DataType.FLOAT32));
+            }
+            // ~13 TB of memsets: 2.5-5 s on an H200, well past the 1 s deadline, and 400 operations (under
+            // the launch queue's depth, so the host call does not block while they run)
+            DeviceBuffer filler = devices.get(2).allocate(32L << 30, DataType.INT8);
+            long t0 = System.nanoTime();
+            Map<String, Throwable> errors = set.run(Style.THREADS, (rank, comm, stream) -> {
+                if (rank == 2) {
+                    for (int i = 0; i < 400; i++) {
+                        filler.fill((byte) i, stream);
+                    }
+                }
+                comm.broadcast(sends.get(rank), recvs.get(rank), 0, stream);
+            }, Duration.ofSeconds(60));
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            System.out.printf(Locale.ROOT, "chain-async with a late rank: every stream idle after %.1f s%n", seconds);
+            if (!errors.isEmpty()) {
+                problems.add("the broadcast calls themselves threw (the failure must show on the next call): " + errors);
+            }
+            if (seconds < 1.5) {
+                problems.add("every stream went idle after " + seconds + " s: rank 2 was not late enough for the test to mean anything");
+            }
+            for (int r = 1; r < 3; r++) {
+                int rank = r;
+                int waitedFor = r == 1 ? 2 : 1;
+                try {
+                    RankSet.withDeadline("rank " + rank + "'s next call", HOST_CALL_TIMEOUT, () -> {
+                        set.comm(rank).broadcast(sends.get(rank), recvs.get(rank), 0, set.stream(rank));
+                        return null;
+                    });
+                    problems.add("rank " + rank + "'s next call was accepted; its kernel gave up, so the call must fail");
+                } catch (CudaException e) {
+                    String m = e.getMessage();
+                    if (!m.contains("for rank " + waitedFor) || !m.contains("JCCL_CUDA_WAIT_TIMEOUT") || !m.contains("gave up")) {
+                        problems.add("rank " + rank + "'s error does not name rank " + waitedFor + " and the deadline setting: " + m);
+                    }
+                }
+            }
+            set.abort("the test's late rank");
+            for (int r = 0; r < 3; r++) {
+                sends.get(r).close();
+                recvs.get(r).close();
+            }
+            filler.close();
+        }
+        if (!problems.isEmpty()) {
+            fail(String.join("\n", problems));
+        }
     }
 
     /**
