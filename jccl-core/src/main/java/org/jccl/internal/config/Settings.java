@@ -149,6 +149,9 @@ public final class Settings {
                     + " pull (rank j loads slice j from the root and stores it to the others) or spread (every rank loads a slice"
                     + " of the root's buffer and stores it to every rank) or ce (a chain whose copy engines forward pieces of"
                     + " JCCL_CUDA_CE_CHUNK; measured slower than chain on 4x H200, so auto never picks it)");
+    public static final Setting CUDA_IPC_MAILBOX = Setting.define("JCCL_CUDA_IPC_MAILBOX", null, BOOL, "1", 0, 0,
+            "GPU collectives between the processes of one host read each other's buffer handles from a shared-memory mailbox"
+                    + " in JCCL_SHM_DIR (0: one all-gather over the host communicator per operation, the slower path)");
     public static final Setting CUDA_BCAST_PART = Setting.define("JCCL_CUDA_BCAST_PART", null, BYTES, "0", 0, 1L << 30,
             "bytes each thread block of the chain-async broadcast forwards per round (0: 64 KiB)");
     public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,

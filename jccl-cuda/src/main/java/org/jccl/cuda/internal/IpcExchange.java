@@ -20,7 +20,10 @@ import org.jccl.internal.log.Log;
  * the allocation that holds the buffer, plus the offset) over a host communicator of its own; the
  * receiving side maps each allocation once with cuIpcOpenMemHandle and caches the mapping.
  *
- * <p>Collectives: one all-gather of fixed 168-byte records per operation. Point-to-point: the
+ * <p>Collectives: one fixed 168-byte record per rank and operation, through a {@link ShmMailbox}
+ * (each rank reads its peers' records of the same operation straight out of shared memory), or,
+ * where that cannot be set up, one all-gather of the records over the host communicator per
+ * operation. Point-to-point: the
  * receiver's record (published in the group's first phase) and the sender's request for it travel
  * together in one host group per device group ({@link #prepareSends}). Used by the thread that drives the communicator.
  */
@@ -43,6 +46,10 @@ public final class IpcExchange implements Exchange {
     /** Published, not yet resolved collectives of this rank: record, own in, own out. */
     private final java.util.ArrayDeque<Object[]> published = new java.util.ArrayDeque<>();
     private volatile boolean aborted;
+    /** The per-operation records' path between the processes; null: the host communicator's all-gather. */
+    private ShmMailbox mailbox;
+    /** Collectives resolved so far through the mailbox (its sequence numbers). */
+    private long resolved;
 
     private IpcExchange(Communicator host, long ownSignal, long[] peerSignals, int maxBlocks, boolean[] sameProcess) {
         this.sameProcess = sameProcess;
@@ -129,6 +136,20 @@ public final class IpcExchange implements Exchange {
         }
         IpcExchange ex = new IpcExchange(host, signal, peers, maxBlocks, same);
         ex.mapped.putAll(opened);
+        java.nio.file.Path dir = java.nio.file.Path.of(org.jccl.internal.config.Settings.SHM_DIR.getString(config));
+        if (!org.jccl.internal.config.Settings.CUDA_IPC_MAILBOX.getBool(config)) {
+            Log.info(Log.Subsys.INIT, rank, "GPU collectives exchange their buffers' handles over the host communicator"
+                    + " (JCCL_CUDA_IPC_MAILBOX=0)");
+            return ex;
+        }
+        try {
+            ex.mailbox = ShmMailbox.create(host, dir, RECORD_BYTES,
+                    org.jccl.internal.config.Settings.CUDA_WAIT_TIMEOUT.getDuration(config).toNanos());
+            Log.info(Log.Subsys.INIT, rank, "GPU collectives exchange their buffers' handles through shared memory in " + dir);
+        } catch (java.io.IOException e) {
+            Log.info(Log.Subsys.INIT, rank, "GPU collectives exchange their buffers' handles over the host communicator (one"
+                    + " all-gather per operation; slower at mid sizes): no shared-memory mailbox in " + dir + ": " + e.getMessage());
+        }
         Log.info(Log.Subsys.INIT, rank, "GPU " + device.ordinal() + " " + device.uuid() + ": mapped the signal areas of "
                 + (n - 1) + " peer GPU(s) through CUDA IPC");
         return ex;
@@ -218,6 +239,10 @@ public final class IpcExchange implements Exchange {
             Log.trace(Log.Subsys.P2P, rank, "GPU collective #" + epoch + ": exporting the buffers " + (System.nanoTime() - t0) / 1000
                     + " us");
         }
+        if (mailbox != null) {
+            check();
+            mailbox.publish(mine);
+        }
         published.add(new Object[] {mine, in, out});
     }
 
@@ -230,7 +255,16 @@ public final class IpcExchange implements Exchange {
         }
         byte[] all = new byte[RECORD_BYTES * n];
         long t0 = System.nanoTime();
-        host.allGather(Buffer.of((byte[]) p[0]), Buffer.of(all));
+        if (mailbox != null) {
+            long seq = ++resolved;
+            for (int q = 0; q < n; q++) {
+                byte[] rec = q == rank ? (byte[]) p[0] : mailbox.read(q, seq);
+                System.arraycopy(rec, 0, all, q * RECORD_BYTES, RECORD_BYTES);
+            }
+            mailbox.consumed(seq);
+        } else {
+            host.allGather(Buffer.of((byte[]) p[0]), Buffer.of(all));
+        }
         long t1 = System.nanoTime();
         long[] r = new long[2 * n];
         r[2 * rank] = (long) p[1];
@@ -338,6 +372,9 @@ public final class IpcExchange implements Exchange {
     @Override
     public void abort() {
         aborted = true;
+        if (mailbox != null) {
+            mailbox.abort();
+        }
     }
 
     @Override
@@ -350,6 +387,9 @@ public final class IpcExchange implements Exchange {
             }
         }
         mapped.clear();
+        if (mailbox != null) {
+            mailbox.close();
+        }
         try {
             CudaDriver.memFree(ownSignal);
         } catch (RuntimeException e) {
