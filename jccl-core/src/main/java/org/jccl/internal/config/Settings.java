@@ -78,10 +78,14 @@ public final class Settings {
             "slot size of a shared-memory ring (one per direction per same-host peer pair): messages move in chunks of this size");
     public static final Setting SHM_SLOTS = Setting.define("JCCL_SHM_SLOTS", null, INT, "8", 1, 1024,
             "slots per shared-memory ring (chunks in flight); each rank reserves slots x chunk per same-host peer");
-    public static final Setting SHM_COLL_BUFFER = Setting.define("JCCL_SHM_COLL_BUFFER", null, BYTES, "4M", 0, 1L << 30,
+    public static final Setting SHM_COLL_BUFFER = Setting.define("JCCL_SHM_COLL_BUFFER", null, BYTES, "16M", 0, 1L << 30,
             "bytes per rank of the communicator's shared collective segment (all-reduce, all-gather, reduce-scatter and"
-            + " barrier straight through shared memory when every rank is on this host over SHM; rank 0 reserves ranks x this); 0: no"
-            + " segment, collectives use the rings");
+            + " barrier straight through shared memory when every rank is on this host over SHM; rank 0 reserves ranks x this,"
+            + " less when the directory has less room, down to 256K); larger rounds go through it as a ring, so that a line is"
+            + " rewritten only after this many bytes; 0: no segment, collectives use the rings");
+    public static final Setting SHM_COLL_SLOT = Setting.define("JCCL_SHM_COLL_SLOT", null, BYTES, "2M", 64, 1L << 30,
+            "largest round of the shared collective segment (bytes each rank publishes per synchronisation; at most half of"
+            + " the segment's ring)");
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
                     + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather, shared"

@@ -19,12 +19,28 @@ import org.jccl.spi.PeerInfo;
  * peer per step, with no message, no request object and no progress engine.
  *
  * <p>Protocol, per round {@code k} (a communicator-wide counter: every rank runs the same
- * collectives in the same order, so every rank numbers the rounds alike): a rank writes only half
- * {@code k & 1} of its own area, and only after every peer's {@code arrive} word has reached
- * {@code k - 1} (a peer that arrived at round k-1 has finished reading round k-2, the last round
- * that used that half); it then stores {@code arrive = k} with release, and reads a peer's half
- * only after loading that peer's {@code arrive >= k} with acquire. A second word, {@code reduced},
- * publishes the slice a rank reduced in a round (two-step all-reduce) the same way.
+ * collectives in the same order, so every rank numbers the rounds alike): a rank writes only the
+ * round's region of its own area, and only after every peer's {@code arrive} word has reached
+ * {@code k - 1} (a peer that arrived at round k-1 has finished reading round k-2 and every round
+ * before it); it then stores {@code arrive = k} with release, and reads a peer's region only after
+ * loading that peer's {@code arrive >= k} with acquire. A second word, {@code reduced}, publishes the
+ * slice a rank reduced in a round (two-step all-reduce) the same way. Every collective ends its
+ * round having seen every peer arrive at it, so no rank runs more than one round ahead of another:
+ * the inline and signature slots, two per rank, alternate by round parity.
+ *
+ * <p>Where a round's region lies ({@link #nextRound(long)}; the same on every rank, since it
+ * depends only on the sequence of round sizes): a round of at most {@link #hotBytes} bytes takes one
+ * of two small regions at the start of the area, the one the previous round did not use, so small
+ * operations keep rewriting the same few lines, hot in both ranks' caches. A larger round takes the
+ * next bytes of the rest of the area, a ring, so that a line is rewritten only after the whole ring
+ * has been written since (16 MiB by default, less the hot regions). Why: a store to a line that a peer's cache still
+ * holds must first invalidate the peer's copy; when the host places the two vCPUs on different
+ * dies (docs/PERFORMANCE.md, "The 8 MB row"), every such store waits for a cross-die round trip
+ * and rewriting the lines the peers read two rounds before (the former two halves) ran at ~2.5
+ * GB/s. Between two writes of a ring line the peers stream the whole ring through their caches,
+ * which evicts it. A ring round that would overlap the previous round's region (possible only after
+ * rounds of different sizes) is preceded by a round without data that every rank arrives at and
+ * waits for ({@link #needsFence}), after which no peer reads the previous region any more.
  *
  * <p><b>Threading contract:</b> the round counter and every access belong to the thread that runs
  * the communicator's operations (one at a time, under the communicator's execution lock);
@@ -38,11 +54,19 @@ public final class ShmCollArea {
     private final int rank;
     private final int ranks;
     private final long areaBytes;
-    private final long halfBytes;
+    private final long slotBytes;
+    private final long hotBytes;
     private final long dataOffset;
     private final PeerInfo[] peers;
     private final boolean[] checkPid;
-    private final MemorySegment[][] halves;
+    private final MemorySegment[] areas;
+    /** Regions of the round being run, by rank (operation thread only). */
+    private final MemorySegment[] current;
+    /** Start and end of the previous round's region (empty: none), the ring's next free byte. */
+    private long prevStart;
+    private long prevEnd;
+    private long cursor;
+
     private final MemorySegment[][] inline;
     private long round;
     private volatile boolean closed;
@@ -54,19 +78,22 @@ public final class ShmCollArea {
         this.rank = rank;
         this.ranks = peers.length;
         this.areaBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.AREA_BYTES_OFFSET);
-        this.halfBytes = areaBytes / 2;
+        this.slotBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.SLOT_BYTES_OFFSET);
+        this.hotBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.HOT_BYTES_OFFSET);
         this.dataOffset = ShmCollDescriptor.dataOffset(ranks);
         this.peers = peers.clone();
         this.checkPid = checkPid.clone();
-        this.halves = new MemorySegment[ranks][2];
+        this.areas = new MemorySegment[ranks];
+        this.current = new MemorySegment[ranks];
         this.inline = new MemorySegment[ranks][2];
         for (int q = 0; q < ranks; q++) {
+            areas[q] = file.asSlice(dataOffset + q * areaBytes, areaBytes);
             for (int h = 0; h < 2; h++) {
-                halves[q][h] = file.asSlice(dataOffset + q * areaBytes + h * halfBytes, halfBytes);
                 inline[q][h] = file.asSlice(ShmCollDescriptor.word(q, ShmCollDescriptor.INLINE) + h * ShmCollDescriptor.INLINE_BYTES,
                         ShmCollDescriptor.INLINE_BYTES);
             }
         }
+        this.cursor = 2 * hotBytes;
         // Rounds continue from whatever this rank published before (zero in a fresh segment).
         this.round = (long) LONG.getAcquire(file, ShmCollDescriptor.word(rank, ARRIVE));
     }
@@ -81,19 +108,80 @@ public final class ShmCollArea {
         return ranks;
     }
 
-    /** Bytes a rank can publish in one round (half its area). */
-    public long halfBytes() {
-        return halfBytes;
+    /** Most bytes a rank can publish in one round (at most half the ring). */
+    public long slotBytes() {
+        return slotBytes;
     }
 
-    /** Starts the next round and returns its number (1, 2, ...). */
-    public long nextRound() {
-        return ++round;
+    /** Rounds of at most this many bytes use the two hot regions; larger ones the ring. */
+    public long hotBytes() {
+        return hotBytes;
     }
 
-    /** Half {@code round & 1} of {@code q}'s area: what {@code q} publishes in that round. */
-    public MemorySegment half(int q, long round) {
-        return halves[q][(int) (round & 1)];
+    /** Bytes of each area. */
+    public long areaBytes() {
+        return areaBytes;
+    }
+
+    /**
+     * Starts the next round, in which every rank publishes at most {@code bytes} (at most {@link
+     * #slotBytes}; 0: a round without data, e.g. a barrier), places its region (see the class
+     * comment) and returns the round's number (1, 2, ...).
+     */
+    public long nextRound(long bytes) {
+        long k = ++round;
+        if (bytes <= 0) {
+            prevStart = prevEnd = 0;
+            return k;
+        }
+        if (bytes > slotBytes) {
+            throw new IllegalArgumentException("a round of " + bytes + " bytes in a shared segment of rounds of at most " + slotBytes);
+        }
+        long start;
+        long len = align(bytes);
+        if (bytes <= hotBytes) {
+            start = prevEnd > prevStart && prevStart == 0 ? hotBytes : 0;
+        } else {
+            start = ringStart(len);
+            if (start < prevEnd && prevStart < start + len) {
+                throw new IllegalStateException("round " + k + " would overlap the previous round's region (needsFence was not asked)");
+            }
+            cursor = start + len;
+        }
+        prevStart = start;
+        prevEnd = start + len;
+        for (int q = 0; q < ranks; q++) {
+            current[q] = areas[q].asSlice(start, bytes);
+        }
+        return k;
+    }
+
+    /**
+     * Whether a round of {@code bytes} would overlap the previous round's region, which the peers
+     * may still be reading: then a round without data (every rank arrives and waits for all) must
+     * come first. The same answer on every rank.
+     */
+    public boolean needsFence(long bytes) {
+        if (bytes <= hotBytes || prevEnd <= prevStart) {
+            return false;
+        }
+        long len = align(bytes);
+        long start = ringStart(len);
+        return start < prevEnd && prevStart < start + len;
+    }
+
+    private long ringStart(long len) {
+        return cursor + len <= areaBytes ? cursor : 2 * hotBytes;
+    }
+
+    private static long align(long bytes) {
+        return (bytes + ShmCollDescriptor.ALIGN - 1) & -ShmCollDescriptor.ALIGN;
+    }
+
+    /** {@code q}'s region of {@code round} (the round started last): what {@code q} publishes in it. */
+    public MemorySegment slot(int q, long round) {
+        assert round == this.round;
+        return current[q];
     }
 
     /** Bytes of the inline slots ({@link #inline}). */
@@ -101,7 +189,7 @@ public final class ShmCollArea {
 
     /**
      * Rank {@code q}'s inline slot of {@code round}'s parity: for inputs of at most {@link
-     * #INLINE_BYTES}, in the cache line of its {@code arrive} word; same rules as {@link #half}.
+     * #INLINE_BYTES}, in the cache line of its {@code arrive} word; same rules as {@link #slot}.
      */
     public MemorySegment inline(int q, long round) {
         return inline[q][(int) (round & 1)];
@@ -189,6 +277,7 @@ public final class ShmCollArea {
 
     /** For logs. */
     String describe() {
-        return ranks + " areas of " + areaBytes + " B";
+        return ranks + " areas of " + areaBytes + " B (two hot regions of " + hotBytes + " B, then a ring; rounds of at most "
+                + slotBytes + " B)";
     }
 }

@@ -13,6 +13,7 @@ import java.lang.invoke.VarHandle;
  *   0  +--------------------------------------------------------------+
  *      | magic "JCCLCOL1" (8) | version (4) | ranks (4)                  |  written once by rank 0 before
  *      | areaBytes (8) | creatorPid (8) | fileBytes (8)                 |  the file gets its final name
+ *      | slotBytes (8): largest round | hotBytes (8)                    |
  * 128  +--------------------------------------------------------------+
  *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
  * 256  +--------------------------------------------------------------+
@@ -23,8 +24,10 @@ import java.lang.invoke.VarHandle;
  *      | ...                                                            |
  *      | padding to 4096                                                |
  * data +--------------------------------------------------------------+
- *      | rank 0's area: half 0 | half 1  (areaBytes, a page multiple)    |  plain, published by arrive /
- *      | rank 1's area ...                                              |  reduced of the same rank
+ *      | rank 0's area (areaBytes, a page multiple):                     |  plain, published by arrive /
+ *      |   hot 0 | hot 1 (hotBytes each) | ring (rounds > hotBytes,    |  reduced of the same rank
+ *      |   each at most slotBytes <= half the ring, one after another) |
+ *      | rank 1's area ...                                              |
  *      +--------------------------------------------------------------+
  * </pre>
  *
@@ -33,7 +36,8 @@ import java.lang.invoke.VarHandle;
  * one store unit), so that the peer's acquire load of the word brings the data along.
  * A rank's {@code arrive} word is the number of the last round whose input it has copied into its
  * area; {@code reduced} the last round whose reduced slice it has written there. Both only grow.
- * Round {@code k} uses half {@code k & 1} of every area. The words of one rank sit 128 bytes from
+ * Where round {@code k}'s region lies in every area: {@link ShmCollArea#nextRound(long)}; the inline
+ * and signature slots alternate by round parity. The words of one rank sit 128 bytes from
  * those of the next (the adjacent-line prefetcher pulls 128-byte pairs), and only their owner
  * writes them.
  */
@@ -44,7 +48,7 @@ final class ShmCollDescriptor {
     /** "JCCLCOL1" read as a little-endian long. */
     static final long MAGIC = 0x314c4f43_4c43434aL;
     /** Bumped whenever this layout changes. */
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     static final long MAGIC_OFFSET = ShmFileHeader.MAGIC_OFFSET;
     static final long VERSION_OFFSET = ShmFileHeader.VERSION_OFFSET;
@@ -52,6 +56,12 @@ final class ShmCollDescriptor {
     static final long AREA_BYTES_OFFSET = 16;
     static final long CREATOR_PID_OFFSET = 24;
     static final long FILE_BYTES_OFFSET = 32;
+    static final long SLOT_BYTES_OFFSET = 40;
+    static final long HOT_BYTES_OFFSET = 48;
+    /** Regions of the area start on cache-line multiples. */
+    static final long ALIGN = 64;
+    /** Largest hot region (rounds up to this size rewrite the same lines, hot in cache); at most an eighth of the area. */
+    static final long HOT_MAX = 64 << 10;
 
     static final long LINE = 128;
     static final long ATTACHED_OFFSET = LINE;
@@ -90,9 +100,20 @@ final class ShmCollDescriptor {
         return ShmFileHeader.align(RANKS_BLOCK_OFFSET + ranks * RANK_BLOCK_BYTES, PAGE);
     }
 
-    /** A rank's area rounded to whole pages (two equal halves of a multiple of 2 KiB each). */
+    /** A rank's area rounded to whole pages, at least two (room for two slots of a page). */
     static long areaBytes(long requested) {
-        return ShmFileHeader.align(requested, PAGE);
+        return ShmFileHeader.align(Math.max(requested, 2 * PAGE), PAGE);
+    }
+
+    /** The hot regions' size for an area of {@code areaBytes}: {@link #HOT_MAX}, at most an eighth of the area, whole lines. */
+    static long hotBytes(long areaBytes) {
+        return Math.min(HOT_MAX, areaBytes / 8 / ALIGN * ALIGN);
+    }
+
+    /** The largest round for an area of {@code areaBytes} and a requested {@code requested}: at most half the ring, whole lines. */
+    static long slotBytes(long areaBytes, long requested) {
+        long half = (areaBytes - 2 * hotBytes(areaBytes)) / 2 / ALIGN * ALIGN;
+        return Math.max(ALIGN, Math.min(half, requested / ALIGN * ALIGN));
     }
 
     static long fileBytes(int ranks, long areaBytes) {
@@ -101,10 +122,12 @@ final class ShmCollDescriptor {
 
 
     /** Writes the header of a fresh (zero-filled) file, magic last (release). */
-    static void initialise(MemorySegment s, int ranks, long areaBytes, long pid) {
+    static void initialise(MemorySegment s, int ranks, long areaBytes, long slotBytes, long pid) {
+        s.set(ValueLayout.JAVA_LONG, HOT_BYTES_OFFSET, hotBytes(areaBytes));
         s.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
         s.set(ValueLayout.JAVA_INT, RANKS_OFFSET, ranks);
         s.set(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET, areaBytes);
+        s.set(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET, slotBytes);
         s.set(ValueLayout.JAVA_LONG, CREATOR_PID_OFFSET, pid);
         s.set(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET, s.byteSize());
         LONG.setRelease(s, MAGIC_OFFSET, MAGIC);
@@ -118,10 +141,13 @@ final class ShmCollDescriptor {
         }
         int r = s.get(ValueLayout.JAVA_INT, RANKS_OFFSET);
         long area = s.get(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET);
-        if (r != ranks || area < PAGE || area % PAGE != 0 || fileBytes(r, area) != s.byteSize()
+        long slot = s.get(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET);
+        long hot = s.get(ValueLayout.JAVA_LONG, HOT_BYTES_OFFSET);
+        if (r != ranks || area < 2 * PAGE || area % PAGE != 0 || hot != hotBytes(area) || slot < ALIGN || slot % ALIGN != 0
+                || 2 * slot > area - 2 * hot || fileBytes(r, area) != s.byteSize()
                 || s.get(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET) != s.byteSize()) {
-            return "inconsistent geometry: " + r + " ranks (expected " + ranks + ") of " + area + " bytes in a file of " + s.byteSize()
-                    + " bytes";
+            return "inconsistent geometry: " + r + " ranks (expected " + ranks + ") of " + area + " bytes in slots of " + slot
+                    + " bytes in a file of " + s.byteSize() + " bytes";
         }
         return null;
     }
