@@ -122,7 +122,8 @@ class SharedSegmentTest {
 
     @Test
     void allReduceIsBitIdenticalOnEveryRankAndSumsInRankOrder() {
-        // 8 KiB per rank: 4 KiB (1024 floats) per round, so the larger counts take many two-step rounds.
+        // 8 KiB per rank: two hot regions of 1 KiB and a ring of 6 KiB, rounds of at most 3 KiB (768 floats),
+        // so the larger counts take many two-step rounds around the ring.
         for (int n : new int[] {2, 3, 4, 5}) {
             List<Communicator> cs = Jccl.initLocal(n, shm("8K").with("JCCL_ALGO", "allreduce:shared"));
             try {
@@ -143,6 +144,79 @@ class SharedSegmentTest {
                                 if (Float.floatToRawIntBits(out[i]) != Float.floatToRawIntBits(want[i])) {
                                     throw new AssertionError("n=" + n + " count=" + count + (inPlace ? " in place" : "") + " rank " + c.rank()
                                             + ": element " + i + " is " + out[i] + ", the rank-order sum is " + want[i]);
+                                }
+                            }
+                        }
+                    }
+                });
+            } finally {
+                cs.forEach(Communicator::close);
+            }
+        }
+    }
+
+    @Test
+    void mixedSizesAroundTheRingStayCorrectOnEveryRank() {
+        // 64 KiB per rank: hot regions of 8 KiB, a ring of 48 KiB, rounds of up to half of it (24 KiB),
+        // so rounds of changing sizes wrap onto the previous round's region and need fence rounds.
+        // The same pseudo-random sequence of collectives and sizes on every rank.
+        for (int n : new int[] {2, 3}) {
+            List<Communicator> cs = Jccl.initLocal(n, shm("64K").with("JCCL_SHM_COLL_SLOT", "1M")
+                    .with("JCCL_ALGO", "allreduce:shared;allgather:shared;reducescatter:shared"));
+            try {
+                assertEquals(24 << 10, impl(cs.get(0)).sharedArea().slotBytes());
+                Ranks.run(cs, Duration.ofSeconds(90), c -> {
+                    Random ops = new Random(99);
+                    for (int i = 0; i < 400; i++) {
+                        int kind = ops.nextInt(4);
+                        int count = switch (ops.nextInt(3)) {
+                            case 0 -> 1 + ops.nextInt(40);
+                            case 1 -> 1 + ops.nextInt(3000);
+                            default -> 1 + ops.nextInt(20_000);
+                        };
+                        String what = "n=" + n + " op " + i + " count " + count + " rank " + c.rank();
+                        switch (kind) {
+                            case 0, 1 -> {
+                                float[] want = input(0, count);
+                                for (int q = 1; q < n; q++) {
+                                    float[] x = input(q, count);
+                                    for (int e = 0; e < count; e++) {
+                                        want[e] += x[e];
+                                    }
+                                }
+                                float[] in = input(c.rank(), count);
+                                float[] out = kind == 1 ? in : new float[count];
+                                c.allReduce(Buffer.of(in), Buffer.of(out), ReduceOp.SUM);
+                                for (int e = 0; e < count; e++) {
+                                    if (Float.floatToRawIntBits(out[e]) != Float.floatToRawIntBits(want[e])) {
+                                        throw new AssertionError(what + " all-reduce: element " + e + " is " + out[e] + ", the rank-order sum is "
+                                                + want[e]);
+                                    }
+                                }
+                            }
+                            case 2 -> {
+                                int[] mine = new int[count];
+                                for (int e = 0; e < count; e++) {
+                                    mine[e] = c.rank() * 1_000_003 + e * 7 + i;
+                                }
+                                int[] all = new int[count * n];
+                                c.allGather(Buffer.of(mine), Buffer.of(all));
+                                for (int q = 0; q < n; q++) {
+                                    for (int e = 0; e < count; e++) {
+                                        assertEquals(q * 1_000_003 + e * 7 + i, all[q * count + e], what + " all-gather: block " + q + " element " + e);
+                                    }
+                                }
+                            }
+                            default -> {
+                                int[] send = new int[count * n];
+                                for (int e = 0; e < send.length; e++) {
+                                    send[e] = (c.rank() + 1) * (e + i);
+                                }
+                                int[] got = new int[count];
+                                c.reduceScatter(Buffer.of(send), Buffer.of(got), ReduceOp.SUM);
+                                int ranksSum = n * (n + 1) / 2;
+                                for (int e = 0; e < count; e++) {
+                                    assertEquals(ranksSum * (c.rank() * count + e + i), got[e], what + " reduce-scatter: element " + e);
                                 }
                             }
                         }
