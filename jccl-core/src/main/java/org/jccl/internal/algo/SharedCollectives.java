@@ -54,6 +54,7 @@ public final class SharedCollectives {
         try {
             int n = a.ranks();
             long bytes = t.bytes(count);
+            a.beginOperation();
             long slot = a.slotBytes();
             if (Tuner.sharedOneShot(bytes, n, slot)) {
                 oneShot(ctx, a, s, r, count, t, op);
@@ -82,6 +83,7 @@ public final class SharedCollectives {
         try {
             int n = a.ranks();
             int me = a.rank();
+            a.beginOperation();
             long per = Math.min(a.slotBytes(), PIPELINE_PIECE);
             for (long off = 0; off < bytesPerRank; off += per) {
                 long len = Math.min(per, bytesPerRank - off);
@@ -112,6 +114,7 @@ public final class SharedCollectives {
             int n = a.ranks();
             int me = a.rank();
             int esz = t.size();
+            a.beginOperation();
             long per = Math.max(1, a.slotBytes() / ((long) n * esz));
             boolean inPlace = s.address() + (long) me * count * esz == r.address() && s.isNative() == r.isNative();
             boolean ownFromArea = inPlace && me >= 2;
@@ -215,6 +218,9 @@ public final class SharedCollectives {
         boolean ownFromArea = inPlace && me >= 2;
         MemorySegment mine = a.slot(me, k);
         long srcOff = off * esz;
+        // Rank 0 times this copy in the near mode: how fast it rewrites lines the peers read tells
+        // the host's two CPU-pair states apart (ShmCollArea#copiedIn).
+        long t0 = a.timesCopies() ? System.nanoTime() : 0;
         if (ownFromArea) {
             MemorySegment.copy(s, srcOff, mine, 0, len * esz);
         } else {
@@ -225,6 +231,9 @@ public final class SharedCollectives {
             if (after < len) {
                 MemorySegment.copy(s, srcOff + after * esz, mine, after * esz, (len - after) * esz);
             }
+        }
+        if (t0 != 0) {
+            a.copiedIn((len - (ownFromArea ? 0 : myLen)) * esz, System.nanoTime() - t0);
         }
         a.arrive(k);
         ctx.awaitShared(a, false, k);

@@ -159,15 +159,27 @@ class SharedSegmentTest {
     void mixedSizesAroundTheRingStayCorrectOnEveryRank() {
         // 64 KiB per rank: hot regions of 8 KiB, a ring of 48 KiB, rounds of up to half of it (24 KiB),
         // so rounds of changing sizes wrap onto the previous round's region and need fence rounds.
-        // The same pseudo-random sequence of collectives and sizes on every rank.
+        // The same pseudo-random sequence of collectives and sizes on every rank. Rank 0 is told of two
+        // slow copies at operation 50, so operations go far (rounds of the far mode's size), and back
+        // near once every rank has slept past the far mode's hold at operation 250: every rank must
+        // run every operation in the same mode.
         for (int n : new int[] {2, 3}) {
-            List<Communicator> cs = Jccl.initLocal(n, shm("64K").with("JCCL_SHM_COLL_SLOT", "1M")
+            List<Communicator> cs = Jccl.initLocal(n, shm("64K").with("JCCL_SHM_COLL_SLOT", "20K")
                     .with("JCCL_ALGO", "allreduce:shared;allgather:shared;reducescatter:shared"));
+            boolean[][] modes = new boolean[n][400];
             try {
-                assertEquals(24 << 10, impl(cs.get(0)).sharedArea().slotBytes());
+                assertEquals(24 << 10, impl(cs.get(0)).sharedArea().nearSlotBytes());
                 Ranks.run(cs, Duration.ofSeconds(90), c -> {
                     Random ops = new Random(99);
+                    org.jccl.internal.transport.shm.ShmCollArea area = impl(c).sharedArea();
                     for (int i = 0; i < 400; i++) {
+                        if (i == 50 && c.rank() == 0) {
+                            area.copiedIn(1 << 20, 1_000_000);
+                            area.copiedIn(1 << 20, 1_000_000);
+                        }
+                        if (i == 250) {
+                            Thread.sleep(org.jccl.internal.transport.shm.ShmCollArea.FAR_HOLD_NANOS / 1_000_000 + 100);
+                        }
                         int kind = ops.nextInt(4);
                         int count = switch (ops.nextInt(3)) {
                             case 0 -> 1 + ops.nextInt(40);
@@ -220,8 +232,14 @@ class SharedSegmentTest {
                                 }
                             }
                         }
+                        modes[c.rank()][i] = area.far();
                     }
                 });
+                for (int q = 1; q < n; q++) {
+                    assertTrue(java.util.Arrays.equals(modes[0], modes[q]), "rank " + q + " ran operations in other modes than rank 0");
+                }
+                assertEquals(1, impl(cs.get(0)).sharedArea().farSwitches());
+                assertTrue(!modes[0][50] && modes[0][51] && !modes[0][251], java.util.Arrays.toString(modes[0]));
             } finally {
                 cs.forEach(Communicator::close);
             }

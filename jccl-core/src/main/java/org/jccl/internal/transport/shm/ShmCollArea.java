@@ -29,18 +29,30 @@ import org.jccl.spi.PeerInfo;
  * the inline and signature slots, two per rank, alternate by round parity.
  *
  * <p>Where a round's region lies ({@link #nextRound(long)}; the same on every rank, since it
- * depends only on the sequence of round sizes): a round of at most {@link #hotBytes} bytes takes one
- * of two small regions at the start of the area, the one the previous round did not use, so small
- * operations keep rewriting the same few lines, hot in both ranks' caches. A larger round takes the
- * next bytes of the rest of the area, a ring, so that a line is rewritten only after the whole ring
- * has been written since (16 MiB by default, less the hot regions). Why: a store to a line that a peer's cache still
- * holds must first invalidate the peer's copy; when the host places the two vCPUs on different
- * dies (docs/PERFORMANCE.md, "The 8 MB row"), every such store waits for a cross-die round trip
- * and rewriting the lines the peers read two rounds before (the former two halves) ran at ~2.5
- * GB/s. Between two writes of a ring line the peers stream the whole ring through their caches,
- * which evicts it. A ring round that would overlap the previous round's region (possible only after
- * rounds of different sizes) is preceded by a round without data that every rank arrives at and
- * waits for ({@link #needsFence}), after which no peer reads the previous region any more.
+ * depends only on the sequence of round sizes and modes): a round of at most {@link #hotBytes}
+ * bytes takes one of two small regions at the start of the area, the one the previous round did not
+ * use, so small operations keep rewriting the same few lines, hot in both ranks' caches. A larger
+ * round takes the next bytes of the rest of the area, a ring: in the <em>near</em> mode only its
+ * first {@code hotWindow} bytes (4 MiB, rounds of at most 2 MiB: lines that stay in the caches), in
+ * the <em>far</em> mode all of it (16 MiB by default, less the hot regions; rounds of up to {@code
+ * JCCL_SHM_COLL_SLOT}), so that a line is rewritten only after the whole ring has been written since.
+ *
+ * <p>Why two modes: a store to a line that a peer's cache still holds must first invalidate the
+ * peer's copy. When the host gives the VM's two vCPUs a shared cache (near), that is cheap and the
+ * small window, whose lines stay cached, is fastest. When it places them on different dies (far,
+ * docs/PERFORMANCE.md "The 8 MB row"), every such store waits for a cross-die round trip: rewriting
+ * the lines the peers read two rounds before ran at ~2.5 GB/s, against 15-30 GB/s near. Between two
+ * writes of a ring line the peers stream the whole ring through their caches, which evicts it, so
+ * the far mode does not pay that; near it costs 30-70% (the lines come from memory). Rank 0 picks
+ * the mode ({@code JCCL_SHM_COLL_RING}: by default from what it measures, {@link #copiedIn}: two
+ * near-mode copies into its area below {@link #FAR_BYTES_PER_NS} in a row switch to far for {@link
+ * #FAR_HOLD_NANOS}, then it tries near again) and publishes it with its arrive of the round before an
+ * operation, in one of two parity words; every rank reads it when the operation starts, so the mode
+ * changes only between operations and is the same on every rank.
+ *
+ * <p>A ring round that would overlap the previous round's region (possible only after rounds of
+ * different sizes or a change of mode) is preceded by a round without data that every rank arrives
+ * at and waits for ({@link #needsFence}), after which no peer reads the previous region any more.
  *
  * <p><b>Threading contract:</b> the round counter and every access belong to the thread that runs
  * the communicator's operations (one at a time, under the communicator's execution lock);
@@ -49,6 +61,19 @@ import org.jccl.spi.PeerInfo;
 public final class ShmCollArea {
     /** How often a waiting rank asks the OS whether a peer's process still exists. */
     static final long LIVENESS_PERIOD_NANOS = 50_000_000L;
+    /**
+     * Copy rate into the near window below which rank 0 takes the host for far: 5 GB/s, between the
+     * ~2.5 GB/s of rewriting lines a far peer cached and the 10-30 GB/s of the near state.
+     */
+    static final double FAR_BYTES_PER_NS = 5.0;
+    /** Copies smaller than this are not timed (too short to tell the states apart reliably). */
+    static final long MEASURE_MIN_BYTES = 256 << 10;
+    /** How long rank 0 stays in the far mode before it tries the near one again. */
+    public static final long FAR_HOLD_NANOS = 500_000_000L;
+    /** {@code JCCL_SHM_COLL_RING} values. */
+    public static final int RING_AUTO = -1;
+    public static final int RING_NEVER = 0;
+    public static final int RING_ALWAYS = 1;
 
     private final MemorySegment file;
     private final int rank;
@@ -56,6 +81,16 @@ public final class ShmCollArea {
     private final long areaBytes;
     private final long slotBytes;
     private final long hotBytes;
+    private final long hotWindow;
+    private final long hotSlot;
+    /** The mode of the running operation (far: the whole ring); the same on every rank. */
+    private boolean far;
+    /** Rank 0: JCCL_SHM_COLL_RING, and what it publishes for the next operation. */
+    private final int ringPolicy;
+    private boolean wantFar;
+    private int slowCopies;
+    private long farUntil;
+    private long farSwitches;
     private final long dataOffset;
     private final PeerInfo[] peers;
     private final boolean[] checkPid;
@@ -73,13 +108,17 @@ public final class ShmCollArea {
     /** The signature written with every arrive while a checked collective runs (JCCL_CHECK), else null; operation thread only. */
     private MemorySegment signature;
 
-    ShmCollArea(MemorySegment file, int rank, PeerInfo[] peers, boolean[] checkPid) {
+    ShmCollArea(MemorySegment file, int rank, PeerInfo[] peers, boolean[] checkPid, int ringPolicy) {
         this.file = file;
+        this.ringPolicy = ringPolicy;
+        this.wantFar = ringPolicy == RING_ALWAYS;
         this.rank = rank;
         this.ranks = peers.length;
         this.areaBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.AREA_BYTES_OFFSET);
         this.slotBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.SLOT_BYTES_OFFSET);
         this.hotBytes = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.HOT_BYTES_OFFSET);
+        this.hotWindow = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.HOT_WINDOW_OFFSET);
+        this.hotSlot = file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.HOT_SLOT_OFFSET);
         this.dataOffset = ShmCollDescriptor.dataOffset(ranks);
         this.peers = peers.clone();
         this.checkPid = checkPid.clone();
@@ -108,9 +147,64 @@ public final class ShmCollArea {
         return ranks;
     }
 
-    /** Most bytes a rank can publish in one round (at most half the ring). */
+    /** Most bytes a rank can publish in one round of the running operation (its mode's largest round). */
     public long slotBytes() {
-        return slotBytes;
+        return far ? slotBytes : hotSlot;
+    }
+
+    /** The near mode's largest round (what every operation can count on, e.g. for the tuner). */
+    public long nearSlotBytes() {
+        return hotSlot;
+    }
+
+    /**
+     * Starts an operation: takes the mode rank 0 published for the round that comes next (see the
+     * class comment). Every rank calls it at the start of every operation that has rounds of data.
+     */
+    public void beginOperation() {
+        long next = round + 1;
+        far = (long) LONG.getAcquire(file, ShmCollDescriptor.word(0, ShmCollDescriptor.MODE) + (next & 1) * 8) != 0;
+    }
+
+    /** Whether the running operation uses the whole ring (far mode). */
+    public boolean far() {
+        return far;
+    }
+
+    /** Whether this rank times its copies into its area ({@link #copiedIn}): rank 0, deciding by measurement, in the near mode. */
+    public boolean timesCopies() {
+        return rank == 0 && ringPolicy == RING_AUTO && !far;
+    }
+
+    /**
+     * Rank 0, near mode: {@code bytes} were copied into its region in {@code nanos}. Two slow copies
+     * in a row ({@link #FAR_BYTES_PER_NS}) make the next operations far, for {@link #FAR_HOLD_NANOS}.
+     */
+    public void copiedIn(long bytes, long nanos) {
+        if (bytes < MEASURE_MIN_BYTES) {
+            return;
+        }
+        if (bytes < FAR_BYTES_PER_NS * nanos) {
+            if (++slowCopies >= 2 && !wantFar) {
+                wantFar = true;
+                farUntil = System.nanoTime() + FAR_HOLD_NANOS;
+                farSwitches++;
+                if (farSwitches == 1 || org.jccl.internal.log.Log.enabled(org.jccl.internal.log.Log.Level.TRACE,
+                        org.jccl.internal.log.Log.Subsys.SHM)) {
+                    org.jccl.internal.log.Log.info(org.jccl.internal.log.Log.Subsys.SHM, rank, "SHM: shared collective segment: copies into"
+                            + " the near window ran at " + String.format(java.util.Locale.ROOT, "%.1f", (double) bytes / nanos) + " GB/s"
+                            + " (the peers' CPUs are far from this one): larger rounds use the whole ring of " + (areaBytes - 2 * hotBytes)
+                            + " B for the next " + FAR_HOLD_NANOS / 1_000_000 + " ms (switch " + farSwitches + "; later ones at TRACE)");
+                }
+            }
+        } else {
+            slowCopies = 0;
+        }
+    }
+
+    /** How many times rank 0 switched to the far mode (tests, logs). */
+    public long farSwitches() {
+        return farSwitches;
     }
 
     /** Rounds of at most this many bytes use the two hot regions; larger ones the ring. */
@@ -134,8 +228,8 @@ public final class ShmCollArea {
             prevStart = prevEnd = 0;
             return k;
         }
-        if (bytes > slotBytes) {
-            throw new IllegalArgumentException("a round of " + bytes + " bytes in a shared segment of rounds of at most " + slotBytes);
+        if (bytes > slotBytes()) {
+            throw new IllegalArgumentException("a round of " + bytes + " bytes in a shared segment of rounds of at most " + slotBytes());
         }
         long start;
         long len = align(bytes);
@@ -171,7 +265,8 @@ public final class ShmCollArea {
     }
 
     private long ringStart(long len) {
-        return cursor + len <= areaBytes ? cursor : 2 * hotBytes;
+        long end = far ? areaBytes : 2 * hotBytes + hotWindow;
+        return cursor + len <= end ? cursor : 2 * hotBytes;
     }
 
     private static long align(long bytes) {
@@ -214,8 +309,19 @@ public final class ShmCollArea {
                 ShmCollDescriptor.SIG_BYTES);
     }
 
-    /** Publishes this rank's input of {@code round} (release: the area's bytes before it). */
+    /**
+     * Publishes this rank's input of {@code round} (release: the area's bytes before it). Rank 0
+     * first writes the mode of an operation that would start at {@code round + 1}.
+     */
     public void arrive(long round) {
+        if (rank == 0) {
+            if (wantFar && ringPolicy == RING_AUTO && System.nanoTime() - farUntil > 0) {
+                wantFar = false;
+                slowCopies = 0;
+            }
+            file.set(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.word(0, ShmCollDescriptor.MODE) + ((round + 1) & 1) * 8,
+                    wantFar ? 1L : 0L);
+        }
         MemorySegment sig = signature;
         if (sig != null) {
             MemorySegment.copy(sig, 0, file, ShmCollDescriptor.word(rank, ShmCollDescriptor.SIG) + (round & 1) * ShmCollDescriptor.SIG_BYTES,
@@ -277,7 +383,7 @@ public final class ShmCollArea {
 
     /** For logs. */
     String describe() {
-        return ranks + " areas of " + areaBytes + " B (two hot regions of " + hotBytes + " B, then a ring; rounds of at most "
-                + slotBytes + " B)";
+        return ranks + " areas of " + areaBytes + " B (two hot regions of " + hotBytes + " B, then a ring: near mode " + hotWindow
+                + " B of it in rounds of at most " + hotSlot + " B, far mode all of it in rounds of at most " + slotBytes + " B)";
     }
 }

@@ -13,13 +13,14 @@ import java.lang.invoke.VarHandle;
  *   0  +--------------------------------------------------------------+
  *      | magic "JCCLCOL1" (8) | version (4) | ranks (4)                  |  written once by rank 0 before
  *      | areaBytes (8) | creatorPid (8) | fileBytes (8)                 |  the file gets its final name
- *      | slotBytes (8): largest round | hotBytes (8)                    |
+ *      | slotBytes (8): largest round of the far mode | hotBytes (8)    |
+ *      | hotWindow (8) | hotSlot (8): ring part and round of the near mode |
  * 128  +--------------------------------------------------------------+
  *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
  * 256  +--------------------------------------------------------------+
  *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) | pad (8)   |  release store / acquire load
  *  +64 | rank 0: signature 0 (32) | signature 1 (32)  [JCCL_CHECK=1]   |
- *  +128| rank 0: reduced (8) | state (4)                 [rank 0 writes]|
+ *  +128| rank 0: reduced (8) | state (4) | pad (4) | mode 0 | mode 1 (8 each; only rank 0's are used) |
  *  +256| rank 1: arrive ...                                             |  one 256-byte block per rank
  *      | ...                                                            |
  *      | padding to 4096                                                |
@@ -58,6 +59,12 @@ final class ShmCollDescriptor {
     static final long FILE_BYTES_OFFSET = 32;
     static final long SLOT_BYTES_OFFSET = 40;
     static final long HOT_BYTES_OFFSET = 48;
+    static final long HOT_WINDOW_OFFSET = 56;
+    static final long HOT_SLOT_OFFSET = 64;
+    /** The part of the ring the near mode uses (the former two halves of the default 4 MiB area). */
+    static final long HOT_WINDOW_MAX = 4 << 20;
+    /** Largest round of the near mode. */
+    static final long HOT_SLOT_MAX = 2 << 20;
     /** Regions of the area start on cache-line multiples. */
     static final long ALIGN = 64;
     /** Largest hot region (rounds up to this size rewrite the same lines, hot in cache); at most an eighth of the area. */
@@ -83,6 +90,13 @@ final class ShmCollDescriptor {
     static final long SIG_BYTES = 32;
     static final long REDUCED = LINE;
     static final long STATE = LINE + 8;
+    /**
+     * Two words (round parity) in rank 0's block: the mode (0: near, the ring's first {@code
+     * hotWindow} bytes in rounds of at most {@code hotSlot}; 1: far, the whole ring in rounds of at
+     * most {@code slotBytes}) of the operation that starts at round k, written by rank 0 before its
+     * arrive at k-1 (ShmCollArea#arrive) and read by every rank when the operation starts.
+     */
+    static final long MODE = LINE + 16;
     static final long PAGE = ShmFileHeader.PAGE;
 
     static final int STATE_OPEN = 0;
@@ -110,7 +124,17 @@ final class ShmCollDescriptor {
         return Math.min(HOT_MAX, areaBytes / 8 / ALIGN * ALIGN);
     }
 
-    /** The largest round for an area of {@code areaBytes} and a requested {@code requested}: at most half the ring, whole lines. */
+    /** The part of the ring the near mode uses: {@link #HOT_WINDOW_MAX} or the whole ring if smaller. */
+    static long hotWindow(long areaBytes) {
+        return Math.min(HOT_WINDOW_MAX, areaBytes - 2 * hotBytes(areaBytes));
+    }
+
+    /** The near mode's largest round: {@link #HOT_SLOT_MAX}, at most half its window, whole lines. */
+    static long hotSlot(long areaBytes) {
+        return Math.max(ALIGN, Math.min(HOT_SLOT_MAX, hotWindow(areaBytes) / 2 / ALIGN * ALIGN));
+    }
+
+    /** The far mode's largest round for an area of {@code areaBytes} and a requested {@code requested}: at most half the ring, whole lines. */
     static long slotBytes(long areaBytes, long requested) {
         long half = (areaBytes - 2 * hotBytes(areaBytes)) / 2 / ALIGN * ALIGN;
         return Math.max(ALIGN, Math.min(half, requested / ALIGN * ALIGN));
@@ -122,8 +146,13 @@ final class ShmCollDescriptor {
 
 
     /** Writes the header of a fresh (zero-filled) file, magic last (release). */
-    static void initialise(MemorySegment s, int ranks, long areaBytes, long slotBytes, long pid) {
+    static void initialise(MemorySegment s, int ranks, long areaBytes, long slotBytes, long pid, boolean far) {
+        // The mode of the first operations, before rank 0 publishes any (ShmCollArea#arrive).
+        s.set(ValueLayout.JAVA_LONG, word(0, MODE), far ? 1L : 0L);
+        s.set(ValueLayout.JAVA_LONG, word(0, MODE) + 8, far ? 1L : 0L);
         s.set(ValueLayout.JAVA_LONG, HOT_BYTES_OFFSET, hotBytes(areaBytes));
+        s.set(ValueLayout.JAVA_LONG, HOT_WINDOW_OFFSET, hotWindow(areaBytes));
+        s.set(ValueLayout.JAVA_LONG, HOT_SLOT_OFFSET, hotSlot(areaBytes));
         s.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
         s.set(ValueLayout.JAVA_INT, RANKS_OFFSET, ranks);
         s.set(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET, areaBytes);
@@ -144,6 +173,7 @@ final class ShmCollDescriptor {
         long slot = s.get(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET);
         long hot = s.get(ValueLayout.JAVA_LONG, HOT_BYTES_OFFSET);
         if (r != ranks || area < 2 * PAGE || area % PAGE != 0 || hot != hotBytes(area) || slot < ALIGN || slot % ALIGN != 0
+                || s.get(ValueLayout.JAVA_LONG, HOT_WINDOW_OFFSET) != hotWindow(area) || s.get(ValueLayout.JAVA_LONG, HOT_SLOT_OFFSET) != hotSlot(area)
                 || 2 * slot > area - 2 * hot || fileBytes(r, area) != s.byteSize()
                 || s.get(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET) != s.byteSize()) {
             return "inconsistent geometry: " + r + " ranks (expected " + ranks + ") of " + area + " bytes in slots of " + slot

@@ -85,6 +85,8 @@ final class ShmEndpoint implements Endpoint {
     private final long collBytes;
     /** Round (slot) size of the shared collective segment this rank would create as rank 0 (JCCL_SHM_COLL_SLOT). */
     private final long collSlotBytes;
+    /** JCCL_SHM_COLL_RING (rank 0's counts: it picks the mode of every operation). */
+    private final int collRing;
     /** The shared collective segment, once {@link #openCollArea()} made or mapped it. */
     private ShmCollArea coll;
     /** Rank 0: the segment's file names (temporary, final) while they may exist. */
@@ -113,6 +115,7 @@ final class ShmEndpoint implements Endpoint {
         long cb = Settings.SHM_COLL_BUFFER.getLong(ctx.config());
         this.collBytes = cb == 0 ? 0 : ShmCollDescriptor.areaBytes(cb);
         this.collSlotBytes = Settings.SHM_COLL_SLOT.getLong(ctx.config());
+        this.collRing = Settings.SHM_COLL_RING.getInt(ctx.config());
         openListener(ProcessHandle.current().pid());
     }
 
@@ -480,7 +483,8 @@ final class ShmEndpoint implements Endpoint {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes, arena);
             }
-            ShmCollDescriptor.initialise(seg, n, got, ShmCollDescriptor.slotBytes(got, collSlotBytes), ProcessHandle.current().pid());
+            ShmCollDescriptor.initialise(seg, n, got, ShmCollDescriptor.slotBytes(got, collSlotBytes), ProcessHandle.current().pid(),
+                    collRing == ShmCollArea.RING_ALWAYS);
             collCreated[1] = fin;
             Files.move(tmp, fin, StandardCopyOption.ATOMIC_MOVE);
             collCreated[0] = null;
@@ -505,7 +509,7 @@ final class ShmEndpoint implements Endpoint {
             infos[q] = ctx.peer(q);
             check[q] = q != rank && infos[q].pid() != self && ProcessHandle.of(infos[q].pid()).map(ProcessHandle::isAlive).orElse(false);
         }
-        coll = new ShmCollArea(seg, rank, infos, check);
+        coll = new ShmCollArea(seg, rank, infos, check, collRing);
         Log.info(Log.Subsys.SHM, rank, "SHM: rank " + rank + " mapped the shared collective segment (" + coll.describe() + ")");
         return coll;
     }

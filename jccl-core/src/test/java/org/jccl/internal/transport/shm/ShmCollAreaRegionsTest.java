@@ -33,15 +33,15 @@ class ShmCollAreaRegionsTest {
         }
         ShmCollArea[] a = new ShmCollArea[RANKS];
         for (int q = 0; q < RANKS; q++) {
-            a[q] = new ShmCollArea(file, q, peers, new boolean[RANKS]);
+            a[q] = new ShmCollArea(file, q, peers, new boolean[RANKS], ShmCollArea.RING_AUTO);
         }
         return a;
     }
 
-    private static MemorySegment segment(Arena arena, long area, long slot) {
+    private static MemorySegment segment(Arena arena, long area, long slot, boolean far) {
         long areaBytes = ShmCollDescriptor.areaBytes(area);
         MemorySegment s = arena.allocate(ShmCollDescriptor.fileBytes(RANKS, areaBytes), 4096);
-        ShmCollDescriptor.initialise(s, RANKS, areaBytes, ShmCollDescriptor.slotBytes(areaBytes, slot), 1);
+        ShmCollDescriptor.initialise(s, RANKS, areaBytes, ShmCollDescriptor.slotBytes(areaBytes, slot), 1, far);
         assertNull(ShmCollDescriptor.validate(s, RANKS));
         return s;
     }
@@ -54,14 +54,16 @@ class ShmCollAreaRegionsTest {
     @Test
     void roundsOfOddSizesNeverOverlapThePreviousRoundAndAgreeOnEveryRank() {
         try (Arena arena = Arena.ofConfined()) {
-            // Rounds up to half the ring (the most a round may take), so that a round can need a fence.
-            MemorySegment file = segment(arena, 1 << 20, 1 << 20);
+            // Far rounds up to half the ring (the most a round may take) and near ones up to half the
+            // near window, so that a round can need a fence; operations switch modes at random.
+            MemorySegment file = segment(arena, 6 << 20, 3 << 20, false);
             ShmCollArea[] a = areas(file);
             long area = a[0].areaBytes();
             long hot = a[0].hotBytes();
-            long slot = a[0].slotBytes();
             assertEquals(64 << 10, hot);
-            assertEquals(448 << 10, slot);
+            assertEquals(2 << 20, a[0].nearSlotBytes());
+            int farOps = 0;
+            int roundsLeft = 0;
             Random rnd = new Random(42);
             long prevStart = -1;
             long prevEnd = -1;
@@ -70,6 +72,22 @@ class ShmCollAreaRegionsTest {
             int wraps = 0;
             long lastRingStart = -1;
             for (int i = 0; i < 20_000; i++) {
+                if (roundsLeft-- == 0) {
+                    // A new operation: rank 0's published mode for the next round, taken by every rank.
+                    boolean far = rnd.nextBoolean();
+                    farOps += far ? 1 : 0;
+                    long next = a[0].currentRound() + 1;
+                    file.set(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.word(0, ShmCollDescriptor.MODE) + (next & 1) * 8,
+                            far ? 1 : 0);
+                    for (ShmCollArea r : a) {
+                        r.beginOperation();
+                        assertEquals(far, r.far());
+                        assertEquals(far ? (area - 2 * hot) / 2 : 2 << 20, r.slotBytes(), "far rounds: at most half the ring");
+                    }
+                    roundsLeft = rnd.nextInt(20);
+                }
+                long slot = a[0].slotBytes();
+                long windowEnd = a[0].far() ? area : 2 * hot + (4 << 20);
                 // Mostly odd sizes: tiny, around the hot limit, up to the largest round.
                 long bytes = switch (rnd.nextInt(5)) {
                     case 0 -> 1 + rnd.nextInt(100);
@@ -108,7 +126,7 @@ class ShmCollAreaRegionsTest {
                     assertTrue(start == 0 || start == hot, "a small round takes a hot region: " + start);
                     assertTrue(end <= 2 * hot);
                 } else {
-                    assertTrue(start >= 2 * hot, "a larger round takes the ring: " + start);
+                    assertTrue(start >= 2 * hot && end <= windowEnd, "a larger round takes the mode's part of the ring: " + start + ".." + end);
                     if (lastRingStart >= 0 && start < lastRingStart) {
                         wraps++;
                     }
@@ -122,33 +140,41 @@ class ShmCollAreaRegionsTest {
             assertTrue(fences > 0 && fences < 2_000, "fences: " + fences);
             assertTrue(hotRounds > 5_000, "hot rounds: " + hotRounds);
             assertTrue(wraps > 500, "the ring wrapped " + wraps + " times");
+            assertTrue(farOps > 300, "far operations: " + farOps);
         }
     }
 
     @Test
-    void aRingLineIsRewrittenOnlyAfterTheRestOfTheRing() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment file = segment(arena, 16 << 20, 2 << 20);
-            ShmCollArea[] a = areas(file);
-            long area = a[0].areaBytes();
-            long ring = area - 2 * a[0].hotBytes();
-            // The same odd size over and over (the anchors' method): between two writes of a byte the
-            // ring takes at least ring - round bytes of other rounds.
-            long bytes = (1 << 20) + 4 * 7;
-            long[] lastWritten = new long[(int) (area / ShmCollDescriptor.ALIGN)];
-            long written = 0;
-            for (int i = 0; i < 1_000; i++) {
-                assertFalse(a[0].needsFence(bytes));
-                long k = a[0].nextRound(bytes);
-                long start = offset(file, a[0].slot(0, k), 0, area);
-                for (long line = start / ShmCollDescriptor.ALIGN; line * ShmCollDescriptor.ALIGN < start + bytes; line++) {
-                    if (lastWritten[(int) line] > 0) {
-                        long since = written - lastWritten[(int) line];
-                        assertTrue(since >= ring - 2 * bytes, "line " + line + " rewritten after " + since + " bytes of a " + ring + "-byte ring");
+    void aRingLineIsRewrittenOnlyAfterTheRestOfItsModesWindow() {
+        for (boolean far : new boolean[] {false, true}) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment file = segment(arena, 16 << 20, 6 << 20, far);
+                ShmCollArea[] a = areas(file);
+                a[0].beginOperation();
+                assertEquals(far, a[0].far());
+                long area = a[0].areaBytes();
+                // Far: the whole ring; near: its first 4 MiB.
+                long window = far ? area - 2 * a[0].hotBytes() : 4 << 20;
+                // The same odd size over and over (the anchors' method): between two writes of a byte the
+                // mode's window takes at least window - 2 rounds of other rounds.
+                long bytes = (1 << 20) + 4 * 7;
+                long[] lastWritten = new long[(int) (area / ShmCollDescriptor.ALIGN)];
+                long written = 0;
+                long shortest = Long.MAX_VALUE;
+                for (int i = 0; i < 1_000; i++) {
+                    assertFalse(a[0].needsFence(bytes));
+                    long k = a[0].nextRound(bytes);
+                    long start = offset(file, a[0].slot(0, k), 0, area);
+                    for (long line = start / ShmCollDescriptor.ALIGN; line * ShmCollDescriptor.ALIGN < start + bytes; line++) {
+                        if (lastWritten[(int) line] > 0) {
+                            shortest = Math.min(shortest, written - lastWritten[(int) line]);
+                        }
+                        lastWritten[(int) line] = written + 1;
                     }
-                    lastWritten[(int) line] = written + 1;
+                    written += bytes;
                 }
-                written += bytes;
+                assertTrue(shortest >= window - 2 * bytes && shortest <= window, (far ? "far" : "near") + ": a line was rewritten after "
+                        + shortest + " bytes, in a window of " + window);
             }
         }
     }
@@ -156,7 +182,7 @@ class ShmCollAreaRegionsTest {
     @Test
     void theGeometryIsCheckedWhenMapped() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = segment(arena, 8192, 2 << 20);
+            MemorySegment s = segment(arena, 8192, 2 << 20, false);
             ShmCollArea[] a = areas(s);
             assertEquals(1024, a[0].hotBytes());
             assertEquals(3072, a[0].slotBytes());
