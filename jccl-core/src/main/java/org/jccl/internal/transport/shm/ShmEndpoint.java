@@ -390,14 +390,15 @@ final class ShmEndpoint implements Endpoint {
 
     /**
      * Smallest area per rank the shared collective segment falls back to when {@code JCCL_SHM_COLL_BUFFER}
-     * does not fit in the directory (two slots of 128 KiB: the one-step all-reduce's sizes and rounds
-     * of the two-step one that still amortise their synchronisation); a smaller request is taken as is.
+     * does not fit in the directory (256 KiB: two hot regions of 32 KiB, room for every one-step
+     * all-reduce, and a ring of 192 KiB whose rounds still amortise their synchronisation); a smaller
+     * request is taken as is.
      */
     static final long COLL_MIN_AREA = 256 << 10;
 
     /**
-     * Rank 0: creates {@code tmp} reserved for {@code n} areas of {@code requested} bytes (whole slots
-     * of JCCL_SHM_COLL_SLOT) and returns the area size it got. When the directory has too little room,
+     * Rank 0: creates {@code tmp} reserved for {@code n} areas of {@code requested} bytes (whole
+     * pages) and returns the area size it got. When the directory has too little room,
      * it takes the largest area that fits (what the statvfs free space allows, then halving), down to
      * {@link #COLL_MIN_AREA}, and logs why at INFO; below that the same ResourceException as a full
      * directory always gave, with the sizes and the fix.
