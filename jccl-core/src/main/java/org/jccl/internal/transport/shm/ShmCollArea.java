@@ -32,9 +32,9 @@ import org.jccl.spi.PeerInfo;
  * depends only on the sequence of round sizes and modes): a round of at most {@link #hotBytes}
  * bytes takes one of two small regions at the start of the area, the one the previous round did not
  * use, so small operations keep rewriting the same few lines, hot in both ranks' caches. A larger
- * round takes the next bytes of the rest of the area, a ring: in the <em>near</em> mode only its
- * first {@code hotWindow} bytes (4 MiB, rounds of at most 2 MiB: lines that stay in the caches), in
- * the <em>far</em> mode all of it (16 MiB by default, less the hot regions; rounds of up to {@code
+ * round takes a region of the rest of the area, a ring: in the <em>near</em> mode one of the two
+ * halves of its first {@code hotWindow} bytes by round parity (4 MiB, rounds of at most 2 MiB: the
+ * former two halves, whose lines stay in the caches), in the <em>far</em> mode the ring's next bytes (16 MiB by default, less the hot regions; rounds of up to {@code
  * JCCL_SHM_COLL_SLOT}), so that a line is rewritten only after the whole ring has been written since.
  *
  * <p>Why two modes: a store to a line that a peer's cache still holds must first invalidate the
@@ -236,11 +236,13 @@ public final class ShmCollArea {
         if (bytes <= hotBytes) {
             start = prevEnd > prevStart && prevStart == 0 ? hotBytes : 0;
         } else {
-            start = ringStart(len);
+            start = ringStart(k, len);
             if (start < prevEnd && prevStart < start + len) {
                 throw new IllegalStateException("round " + k + " would overlap the previous round's region (needsFence was not asked)");
             }
-            cursor = start + len;
+            if (far) {
+                cursor = start + len;
+            }
         }
         prevStart = start;
         prevEnd = start + len;
@@ -260,13 +262,20 @@ public final class ShmCollArea {
             return false;
         }
         long len = align(bytes);
-        long start = ringStart(len);
+        long start = ringStart(round + 1, len);
         return start < prevEnd && prevStart < start + len;
     }
 
-    private long ringStart(long len) {
-        long end = far ? areaBytes : 2 * hotBytes + hotWindow;
-        return cursor + len <= end ? cursor : 2 * hotBytes;
+    /**
+     * Near: the start of half {@code k & 1} of the near window, as the former two halves (consecutive
+     * rounds alternate, each rewrites the lines of two rounds before, hot in the caches). Far: the
+     * ring's next bytes, from its start again when they do not fit.
+     */
+    private long ringStart(long k, long len) {
+        if (!far) {
+            return 2 * hotBytes + (k & 1) * (hotWindow / 2 / ShmCollDescriptor.ALIGN * ShmCollDescriptor.ALIGN);
+        }
+        return cursor + len <= areaBytes ? cursor : 2 * hotBytes;
     }
 
     private static long align(long bytes) {

@@ -127,6 +127,9 @@ class ShmCollAreaRegionsTest {
                     assertTrue(end <= 2 * hot);
                 } else {
                     assertTrue(start >= 2 * hot && end <= windowEnd, "a larger round takes the mode's part of the ring: " + start + ".." + end);
+                    if (!a[0].far()) {
+                        assertEquals(2 * hot + (k & 1) * (2 << 20), start, "near: the half of the round's parity");
+                    }
                     if (lastRingStart >= 0 && start < lastRingStart) {
                         wraps++;
                     }
@@ -153,10 +156,10 @@ class ShmCollAreaRegionsTest {
                 a[0].beginOperation();
                 assertEquals(far, a[0].far());
                 long area = a[0].areaBytes();
-                // Far: the whole ring; near: its first 4 MiB.
-                long window = far ? area - 2 * a[0].hotBytes() : 4 << 20;
-                // The same odd size over and over (the anchors' method): between two writes of a byte the
-                // mode's window takes at least window - 2 rounds of other rounds.
+                // Far: the whole ring; near: the two halves of its first 4 MiB, by round parity.
+                long window = area - 2 * a[0].hotBytes();
+                // The same odd size over and over (the anchors' method): between two writes of a byte, far
+                // takes at least the ring less two rounds of other rounds; near exactly one other round.
                 long bytes = (1 << 20) + 4 * 7;
                 long[] lastWritten = new long[(int) (area / ShmCollDescriptor.ALIGN)];
                 long written = 0;
@@ -173,8 +176,12 @@ class ShmCollAreaRegionsTest {
                     }
                     written += bytes;
                 }
-                assertTrue(shortest >= window - 2 * bytes && shortest <= window, (far ? "far" : "near") + ": a line was rewritten after "
-                        + shortest + " bytes, in a window of " + window);
+                if (far) {
+                    assertTrue(shortest >= window - 2 * bytes && shortest <= window, "far: a line was rewritten after " + shortest
+                            + " bytes, in a ring of " + window);
+                } else {
+                    assertEquals(2 * bytes - 1, shortest, "near: every line is rewritten two rounds later");
+                }
             }
         }
     }
