@@ -34,8 +34,9 @@ import org.jccl.spi.PeerInfo;
  * use, so small operations keep rewriting the same few lines, hot in both ranks' caches. A larger
  * round takes a region of the rest of the area, a ring: in the <em>near</em> mode one of the two
  * halves of its first {@code hotWindow} bytes by round parity (4 MiB, rounds of at most 2 MiB: the
- * former two halves, whose lines stay in the caches), in the <em>far</em> mode the ring's next bytes (16 MiB by default, less the hot regions; rounds of up to {@code
- * JCCL_SHM_COLL_SLOT}), so that a line is rewritten only after the whole ring has been written since.
+ * former two halves, whose lines stay in the caches), in the <em>far</em> mode the ring's next bytes
+ * (16 MiB by default, less the hot regions; rounds of up to {@code JCCL_SHM_COLL_SLOT}), so that a
+ * line is rewritten only after the whole ring has been written since.
  *
  * <p>Why two modes: a store to a line that a peer's cache still holds must first invalidate the
  * peer's copy. When the host gives the VM's two vCPUs a shared cache (near), that is cheap and the
