@@ -25,7 +25,9 @@ import org.junit.jupiter.api.Timeout;
  * The shared-memory transport between real processes of one host: it is chosen (and logged) by
  * itself, leaves no file behind after a clean run or after a rank is killed, fails the survivor of a
  * dead peer instead of letting it spin, and turns a full /dev/shm into a clear error at creation
- * (a 1 MiB tmpfs mounted in a private mount namespace with {@code unshare -m}).
+ * (a 1 MiB tmpfs mounted in a private mount namespace with {@code unshare -m}), while a /dev/shm
+ * as small as Docker's default (64 MiB) still brings up 4 ranks with a smaller shared collective
+ * segment.
  */
 class ShmProcessesTest {
     private Path dir;
@@ -122,6 +124,61 @@ class ShmProcessesTest {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return "interrupted";
+        }
+    }
+
+    /** {@link ShmFullCheck} with {@code args} inside a private mount namespace whose /dev/shm is a fresh tmpfs of {@code size}. */
+    private static List<String> inSmallDevShm(String size, String... args) {
+        List<String> cmd = new ArrayList<>(List.of("unshare", "-m", "sh", "-c",
+                "mount -t tmpfs -o size=" + size + " tmpfs /dev/shm && exec \"$0\" \"$@\""));
+        cmd.addAll(Processes.javaMain(ShmFullCheck.class.getName(), args));
+        return cmd;
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void dockersDefaultDevShmBringsUpFourRanksWithASmallerSegment() {
+        String why = unshareUnavailable();
+        Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+        try (Processes procs = new Processes()) {
+            // 4 ranks: 12 rings of 8 x 512 KiB take 48 MiB of the 64; 4 x 16 MiB of segment cannot fit.
+            procs.start("docker", inSmallDevShm("64m", "4"), Map.of("JCCL_DEBUG", "INFO", "JCCL_DEBUG_SUBSYS", "SHM"));
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(List.of(0), codes, out);
+            assertTrue(out.contains("INIT OK"), out);
+            Matcher m = Pattern.compile("a shared collective segment of 4 x 16777216 bytes \\(JCCL_SHM_COLL_BUFFER\\) does not fit in"
+                    + " /dev/shm \\((\\d+) bytes free after the rings\\); using 4 x (\\d+) bytes instead").matcher(out);
+            assertTrue(m.find(), out);
+            long free = Long.parseLong(m.group(1));
+            long area = Long.parseLong(m.group(2));
+            // What was left after the rings, shared out: whole pages, the header page aside.
+            assertTrue(free < 16 << 20 && free > 15 << 20, out);
+            assertEquals((free - 4096) / 4 / 4096 * 4096, area, out);
+            assertTrue(out.contains("mapped the shared collective segment (4 areas of " + area + " B"), out);
+            assertFalse(out.contains("SIGBUS"), out);
+        }
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aDevShmWithoutRoomForTheSmallestSegmentFailsCreationWithTheSizesAndTheFix() {
+        String why = unshareUnavailable();
+        Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+        try (Processes procs = new Processes()) {
+            // Rings of 4 x 64 KiB (+ a header page) fit in 1 MiB; two areas of 256 KiB (+ a header page) do not.
+            procs.start("small", inSmallDevShm("1m"), Map.of("JCCL_DEBUG", "WARN", "JCCL_SHM_CHUNK", "64K", "JCCL_SHM_SLOTS", "4"));
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(60));
+            String out = procs.outputs();
+            assertEquals(List.of(ShmFullCheck.EXIT_FAILED), codes, out);
+            assertTrue(out.contains("INIT FAILED org.jccl.ResourceException"), out);
+            assertTrue(out.contains("not enough shared memory for the shared collective segment in /dev/shm: it needs 528384 bytes (2 ranks"
+                    + " x 262144 bytes, the smallest area it falls back to from JCCL_SHM_COLL_BUFFER=16777216)"), out);
+            Matcher m = Pattern.compile("/dev/shm has (\\d+) bytes free").matcher(out);
+            assertTrue(m.find(), out);
+            assertTrue(Long.parseLong(m.group(1)) < 528384, out);
+            assertTrue(out.contains("--shm-size") && out.contains("JCCL_SHM_COLL_BUFFER smaller or 0"), out);
+            assertFalse(out.contains("SIGBUS"), out);
         }
     }
 

@@ -24,7 +24,7 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  *     cache line), arrive,
  *     wait for every peer, then {@code out = area_0 op area_1 op ... op area_{n-1}}, in rank order on
  *     every rank, so all ranks compute the same expression and get bit-identical results.</li>
- * <li>allReduce, two steps, in rounds of at most half an area: the round's piece is cut into n
+ * <li>allReduce, two steps, in rounds of at most one slot of an area: the round's piece is cut into n
  *     slices; each rank copies the slices the others reduce into its area (not its own), arrives,
  *     reduces its slice from its own input and the peers' areas in rank order into its output and
  *     into its area, says "reduced", and copies the peers' reduced slices out of their areas. Each
@@ -43,7 +43,7 @@ public final class SharedCollectives {
 
     /**
      * Piece per round of the all-gather: small enough that the readers copy a piece out while it is
-     * still in the writer's cache, as the rings' 512 KiB chunks are; a whole half area (2 MiB) per
+     * still in the writer's cache, as the rings' 512 KiB chunks are; a whole 2 MiB slot per
      * round measured half the rings' bandwidth (copy in, then copy out, from memory), 256 KiB
      * pieces ahead of the rings from 2 MiB up (docs/PERFORMANCE.md).
      */
@@ -54,14 +54,15 @@ public final class SharedCollectives {
         try {
             int n = a.ranks();
             long bytes = t.bytes(count);
-            long half = a.halfBytes();
-            if (Tuner.sharedOneShot(bytes, n, half)) {
+            a.beginOperation();
+            long slot = a.slotBytes();
+            if (Tuner.sharedOneShot(bytes, n, slot)) {
                 oneShot(ctx, a, s, r, count, t, op);
                 ctx.countShared(bytes);
             } else {
                 int esz = t.size();
                 // Whole elements per round, at least one per rank where there are that many.
-                long perRound = Math.max(1, half / esz);
+                long perRound = Math.max(1, slot / esz);
                 for (long off = 0; off < count; off += perRound) {
                     twoShot(ctx, a, s, r, off, Math.min(perRound, count - off), t, op);
                 }
@@ -75,24 +76,24 @@ public final class SharedCollectives {
 
     /**
      * All-gather: this rank's block, already in place in {@code r} (the caller copied it), is
-     * published piece by piece (at most half an area per round); every rank copies the others'
+     * published piece by piece (at most one slot per round); every rank copies the others'
      * pieces straight out of their areas into {@code r}. One copy in, n-1 copies out.
      */
     public static void allGather(OpContext ctx, ShmCollArea a, MemorySegment r, long bytesPerRank) {
         try {
             int n = a.ranks();
             int me = a.rank();
-            long per = Math.min(a.halfBytes(), PIPELINE_PIECE);
+            a.beginOperation();
+            long per = Math.min(a.slotBytes(), PIPELINE_PIECE);
             for (long off = 0; off < bytesPerRank; off += per) {
                 long len = Math.min(per, bytesPerRank - off);
-                long k = a.nextRound();
-                ctx.awaitShared(a, false, k - 1);
-                MemorySegment.copy(r, me * bytesPerRank + off, a.half(me, k), 0, len);
+                long k = startRound(ctx, a, len);
+                MemorySegment.copy(r, me * bytesPerRank + off, a.slot(me, k), 0, len);
                 a.arrive(k);
                 for (int i = 1; i < n; i++) {
                     int q = (me + i) % n;
                     ctx.awaitSharedOne(a, q, false, k);
-                    MemorySegment.copy(a.half(q, k), 0, r, q * bytesPerRank + off, len);
+                    MemorySegment.copy(a.slot(q, k), 0, r, q * bytesPerRank + off, len);
                 }
             }
             ctx.countShared(bytesPerRank);
@@ -113,15 +114,15 @@ public final class SharedCollectives {
             int n = a.ranks();
             int me = a.rank();
             int esz = t.size();
-            long per = Math.max(1, a.halfBytes() / ((long) n * esz));
+            a.beginOperation();
+            long per = Math.max(1, a.slotBytes() / ((long) n * esz));
             boolean inPlace = s.address() + (long) me * count * esz == r.address() && s.isNative() == r.isNative();
             boolean ownFromArea = inPlace && me >= 2;
             for (long off = 0; off < count; off += per) {
                 long len = Math.min(per, count - off);
                 long pieceBytes = len * esz;
-                long k = a.nextRound();
-                ctx.awaitShared(a, false, k - 1);
-                MemorySegment mine = a.half(me, k);
+                long k = startRound(ctx, a, n * pieceBytes);
+                MemorySegment mine = a.slot(me, k);
                 for (int q = 0; q < n; q++) {
                     if (q != me || ownFromArea) {
                         MemorySegment.copy(s, (q * count + off) * esz, mine, q * pieceBytes, pieceBytes);
@@ -149,35 +150,54 @@ public final class SharedCollectives {
         if (q == me && !ownFromArea) {
             return s.asSlice((me * count + off) * esz, pieceBytes);
         }
-        return a.half(q, k).asSlice(me * pieceBytes, pieceBytes);
+        return a.slot(q, k).asSlice(me * pieceBytes, pieceBytes);
     }
 
     /** Barrier: every rank arrives at the same round before any leaves it. */
     public static void barrier(OpContext ctx, ShmCollArea a) {
         try {
-            long k = a.nextRound();
-            a.arrive(k);
-            ctx.awaitShared(a, false, k);
+            fence(ctx, a);
         } catch (IllegalStateException unmapped) {
             throw closedUnder(ctx, unmapped);
         }
+    }
+
+    /** A round without data: arrive, wait for every peer (after it no peer reads any earlier round). */
+    private static void fence(OpContext ctx, ShmCollArea a) {
+        long k = a.nextRound(0);
+        a.arrive(k);
+        ctx.awaitShared(a, false, k);
+    }
+
+    /**
+     * Starts a round in which every rank publishes {@code bytes} (0: inline only) and returns its
+     * number once this rank may write its region: after a fence round when the region would overlap
+     * the previous round's ({@link ShmCollArea#needsFence}), then when every peer has finished
+     * reading round k-2 and every round before it (arrived at k-1).
+     */
+    private static long startRound(OpContext ctx, ShmCollArea a, long bytes) {
+        if (a.needsFence(bytes)) {
+            fence(ctx, a);
+        }
+        long k = a.nextRound(bytes);
+        ctx.awaitShared(a, false, k - 1);
+        return k;
     }
 
     private static void oneShot(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = a.ranks();
         int me = a.rank();
         long bytes = t.bytes(count);
-        long k = a.nextRound();
-        // The half of round k was last read in round k-2; a peer at k-1 is done with it.
-        ctx.awaitShared(a, false, k - 1);
         boolean tiny = bytes <= ShmCollArea.INLINE_BYTES;
-        MemorySegment mine = tiny ? a.inline(me, k) : a.half(me, k);
+        // A peer at k-1 is done reading round k-2 (the inline slot of this parity) and every region before.
+        long k = startRound(ctx, a, tiny ? 0 : bytes);
+        MemorySegment mine = tiny ? a.inline(me, k) : a.slot(me, k);
         MemorySegment.copy(s, 0, mine, 0, bytes);
         a.arrive(k);
         ctx.awaitShared(a, false, k);
-        Reductions.reduce(r, tiny ? a.inline(0, k) : a.half(0, k), tiny ? a.inline(1, k) : a.half(1, k), count, t, op);
+        Reductions.reduce(r, tiny ? a.inline(0, k) : a.slot(0, k), tiny ? a.inline(1, k) : a.slot(1, k), count, t, op);
         for (int q = 2; q < n; q++) {
-            Reductions.reduce(r, r, tiny ? a.inline(q, k) : a.half(q, k), count, t, op);
+            Reductions.reduce(r, r, tiny ? a.inline(q, k) : a.slot(q, k), count, t, op);
         }
     }
 
@@ -187,7 +207,7 @@ public final class SharedCollectives {
         int n = a.ranks();
         int me = a.rank();
         int esz = t.size();
-        long k = a.nextRound();
+        long k = startRound(ctx, a, len * esz);
         long base = len / n;
         long extra = len % n;
         long myLo = me * base + Math.min(me, extra);
@@ -196,9 +216,11 @@ public final class SharedCollectives {
         // In place, a rank above 1 would read its own input after the rank-order sum has begun to
         // overwrite it: it takes its own slice from its area, so it copies that in too.
         boolean ownFromArea = inPlace && me >= 2;
-        ctx.awaitShared(a, false, k - 1);
-        MemorySegment mine = a.half(me, k);
+        MemorySegment mine = a.slot(me, k);
         long srcOff = off * esz;
+        // Rank 0 times this copy in the near mode: how fast it rewrites lines the peers read tells
+        // the host's two CPU-pair states apart (ShmCollArea#copiedIn).
+        long t0 = a.timesCopies() ? System.nanoTime() : 0;
         if (ownFromArea) {
             MemorySegment.copy(s, srcOff, mine, 0, len * esz);
         } else {
@@ -209,6 +231,9 @@ public final class SharedCollectives {
             if (after < len) {
                 MemorySegment.copy(s, srcOff + after * esz, mine, after * esz, (len - after) * esz);
             }
+        }
+        if (t0 != 0) {
+            a.copiedIn((len - (ownFromArea ? 0 : myLen)) * esz, System.nanoTime() - t0);
         }
         a.arrive(k);
         ctx.awaitShared(a, false, k);
@@ -233,7 +258,7 @@ public final class SharedCollectives {
             if (a.reducedOf(q) < k) {
                 ctx.awaitSharedOne(a, q, true, k);
             }
-            MemorySegment.copy(a.half(q, k), qLo * esz, r, (off + qLo) * esz, qLen * esz);
+            MemorySegment.copy(a.slot(q, k), qLo * esz, r, (off + qLo) * esz, qLen * esz);
         }
     }
 
@@ -243,7 +268,7 @@ public final class SharedCollectives {
         if (q == me && !ownFromArea) {
             return s.asSlice((off + myLo) * esz, sliceBytes);
         }
-        return a.half(q, k).asSlice(myLo * esz, sliceBytes);
+        return a.slot(q, k).asSlice(myLo * esz, sliceBytes);
     }
 
     /** The segment was unmapped under this operation: the communicator was closed or aborted. */

@@ -78,10 +78,18 @@ public final class Settings {
             "slot size of a shared-memory ring (one per direction per same-host peer pair): messages move in chunks of this size");
     public static final Setting SHM_SLOTS = Setting.define("JCCL_SHM_SLOTS", null, INT, "8", 1, 1024,
             "slots per shared-memory ring (chunks in flight); each rank reserves slots x chunk per same-host peer");
-    public static final Setting SHM_COLL_BUFFER = Setting.define("JCCL_SHM_COLL_BUFFER", null, BYTES, "4M", 0, 1L << 30,
+    public static final Setting SHM_COLL_BUFFER = Setting.define("JCCL_SHM_COLL_BUFFER", null, BYTES, "16M", 0, 1L << 30,
             "bytes per rank of the communicator's shared collective segment (all-reduce, all-gather, reduce-scatter and"
-            + " barrier straight through shared memory when every rank is on this host over SHM; rank 0 reserves ranks x this); 0: no"
-            + " segment, collectives use the rings");
+            + " barrier straight through shared memory when every rank is on this host over SHM; rank 0 reserves ranks x this,"
+            + " less when the directory has less room, down to 256K); larger rounds go through it as a ring, so that a line is"
+            + " rewritten only after this many bytes; 0: no segment, collectives use the rings");
+    public static final Setting SHM_COLL_SLOT = Setting.define("JCCL_SHM_COLL_SLOT", null, BYTES, "6M", 64, 1L << 30,
+            "largest round of the shared collective segment's far mode (bytes each rank publishes per synchronisation when rounds"
+            + " go around the whole ring; at most half of it): from 2.5M per rank's slice HotSpot copies with non-temporal stores");
+    public static final Setting SHM_COLL_RING = Setting.define("JCCL_SHM_COLL_RING", null, INT, "-1", -1, 1,
+            "rounds of the shared collective segment larger than 64K: -1: rank 0 measures its copies and goes around the whole"
+            + " ring (far mode) while they show the CPUs far apart, else stays in its first 4M (near mode); 0: always near; 1: always"
+            + " far (rank 0's value counts)");
     public static final Setting ALGO = Setting.define("JCCL_ALGO", "NCCL_ALGO", STRING, null, 0, 0,
             "algorithms allowed, NCCL grammar: ring,rd  |  ^rd (exclude)  |  allreduce:ring;broadcast:tree (per collective);"
                     + " names: ring, rd (recursive doubling), tree, pairwise, direct, rabenseifner, bruck, scatter_allgather, shared"

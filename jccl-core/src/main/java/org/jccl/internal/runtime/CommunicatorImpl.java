@@ -152,7 +152,7 @@ public final class CommunicatorImpl implements Communicator {
         prepareEndpoints();
         this.sharedArea = openSharedArea(pairTransports);
         this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports), rank,
-                sharedArea == null ? 0 : sharedArea.halfBytes());
+                sharedArea == null ? 0 : sharedArea.nearSlotBytes());
         this.hierarchy = Hierarchy.of(rank, peers, transports, algorithms, chunkBytes);
         tuner.hierarchy(hierarchy);
         if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {

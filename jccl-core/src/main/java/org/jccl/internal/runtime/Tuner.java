@@ -83,8 +83,8 @@ public final class Tuner {
      * copies the others' slices: two synchronisations per round, about 4 passes whatever n). Both
      * sides' copy of this rule must agree, so it lives here, used by the algorithm and the model.
      */
-    public static boolean sharedOneShot(long bytes, int n, long halfBytes) {
-        return bytes <= halfBytes && bytes <= (n <= 2 ? ONE_SHOT_MAX_2 : ONE_SHOT_MAX);
+    public static boolean sharedOneShot(long bytes, int n, long slotBytes) {
+        return bytes <= slotBytes && bytes <= (n <= 2 ? ONE_SHOT_MAX_2 : ONE_SHOT_MAX);
     }
 
     /**
@@ -128,7 +128,7 @@ public final class Tuner {
     private final int rank;
     private final Set<String> logged = ConcurrentHashMap.newKeySet();
     /** Bytes a rank publishes per round in the shared collective segment; 0 when the communicator has none. */
-    private final long sharedHalfBytes;
+    private final long sharedSlotBytes;
 
     /** The host layout when hierarchical collectives apply ({@code Algo.HIER} is then a candidate), else null. */
     private Hierarchy hierarchy;
@@ -141,16 +141,16 @@ public final class Tuner {
     }
 
     /**
-     * @param sharedHalfBytes bytes per rank per round of the communicator's shared collective
+     * @param sharedSlotBytes bytes per rank per round of the communicator's shared collective
      *        segment, 0 when it has none (then {@code Algo.SHARED} is never a candidate)
      */
-    public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank, long sharedHalfBytes) {
+    public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank, long sharedSlotBytes) {
         this.selector = selector;
         this.n = n;
         this.chunkBytes = chunkBytes;
         this.model = model;
         this.rank = rank;
-        this.sharedHalfBytes = sharedHalfBytes;
+        this.sharedSlotBytes = sharedSlotBytes;
     }
 
     /** The last all-reduce size {@link #chooseAllReduceCached} priced, and its choice (same inputs, same answer). */
@@ -188,7 +188,7 @@ public final class Tuner {
 
     /** Whether the communicator has a shared collective segment ({@code Algo.SHARED} is a candidate). */
     public boolean sharedAvailable() {
-        return sharedHalfBytes > 0;
+        return sharedSlotBytes > 0;
     }
 
     public Model model() {
@@ -265,7 +265,7 @@ public final class Tuner {
     /** Model cost in seconds of {@code algo} for {@code coll} on this communicator. */
     public double cost(Coll coll, Algo algo, long bytes) {
         if (algo == Algo.SHARED) {
-            return sharedCost(coll, bytes, n, sharedHalfBytes);
+            return sharedCost(coll, bytes, n, sharedSlotBytes);
         }
         if (algo == Algo.HIER) {
             return hierarchy == null ? Double.MAX_VALUE : hierarchy.cost(coll, bytes);

@@ -122,7 +122,8 @@ class SharedSegmentTest {
 
     @Test
     void allReduceIsBitIdenticalOnEveryRankAndSumsInRankOrder() {
-        // 8 KiB per rank: 4 KiB (1024 floats) per round, so the larger counts take many two-step rounds.
+        // 8 KiB per rank: two hot regions of 1 KiB and a ring of 6 KiB, rounds of at most 3 KiB (768 floats),
+        // so the larger counts take many two-step rounds around the ring.
         for (int n : new int[] {2, 3, 4, 5}) {
             List<Communicator> cs = Jccl.initLocal(n, shm("8K").with("JCCL_ALGO", "allreduce:shared"));
             try {
@@ -148,6 +149,97 @@ class SharedSegmentTest {
                         }
                     }
                 });
+            } finally {
+                cs.forEach(Communicator::close);
+            }
+        }
+    }
+
+    @Test
+    void mixedSizesAroundTheRingStayCorrectOnEveryRank() {
+        // 64 KiB per rank: hot regions of 8 KiB, a ring of 48 KiB, rounds of up to half of it (24 KiB),
+        // so rounds of changing sizes wrap onto the previous round's region and need fence rounds.
+        // The same pseudo-random sequence of collectives and sizes on every rank. Rank 0 is told of two
+        // slow copies at operation 50, so operations go far (rounds of the far mode's size), and back
+        // near once every rank has slept past the far mode's hold at operation 250: every rank must
+        // run every operation in the same mode.
+        for (int n : new int[] {2, 3}) {
+            List<Communicator> cs = Jccl.initLocal(n, shm("64K").with("JCCL_SHM_COLL_SLOT", "20K")
+                    .with("JCCL_ALGO", "allreduce:shared;allgather:shared;reducescatter:shared"));
+            boolean[][] modes = new boolean[n][400];
+            try {
+                assertEquals(24 << 10, impl(cs.get(0)).sharedArea().nearSlotBytes());
+                Ranks.run(cs, Duration.ofSeconds(90), c -> {
+                    Random ops = new Random(99);
+                    org.jccl.internal.transport.shm.ShmCollArea area = impl(c).sharedArea();
+                    for (int i = 0; i < 400; i++) {
+                        if (i == 50 && c.rank() == 0) {
+                            area.copiedIn(1 << 20, 1_000_000);
+                            area.copiedIn(1 << 20, 1_000_000);
+                        }
+                        if (i == 250) {
+                            Thread.sleep(org.jccl.internal.transport.shm.ShmCollArea.FAR_HOLD_NANOS / 1_000_000 + 100);
+                        }
+                        int kind = ops.nextInt(4);
+                        int count = switch (ops.nextInt(3)) {
+                            case 0 -> 1 + ops.nextInt(40);
+                            case 1 -> 1 + ops.nextInt(3000);
+                            default -> 1 + ops.nextInt(20_000);
+                        };
+                        String what = "n=" + n + " op " + i + " count " + count + " rank " + c.rank();
+                        switch (kind) {
+                            case 0, 1 -> {
+                                float[] want = input(0, count);
+                                for (int q = 1; q < n; q++) {
+                                    float[] x = input(q, count);
+                                    for (int e = 0; e < count; e++) {
+                                        want[e] += x[e];
+                                    }
+                                }
+                                float[] in = input(c.rank(), count);
+                                float[] out = kind == 1 ? in : new float[count];
+                                c.allReduce(Buffer.of(in), Buffer.of(out), ReduceOp.SUM);
+                                for (int e = 0; e < count; e++) {
+                                    if (Float.floatToRawIntBits(out[e]) != Float.floatToRawIntBits(want[e])) {
+                                        throw new AssertionError(what + " all-reduce: element " + e + " is " + out[e] + ", the rank-order sum is "
+                                                + want[e]);
+                                    }
+                                }
+                            }
+                            case 2 -> {
+                                int[] mine = new int[count];
+                                for (int e = 0; e < count; e++) {
+                                    mine[e] = c.rank() * 1_000_003 + e * 7 + i;
+                                }
+                                int[] all = new int[count * n];
+                                c.allGather(Buffer.of(mine), Buffer.of(all));
+                                for (int q = 0; q < n; q++) {
+                                    for (int e = 0; e < count; e++) {
+                                        assertEquals(q * 1_000_003 + e * 7 + i, all[q * count + e], what + " all-gather: block " + q + " element " + e);
+                                    }
+                                }
+                            }
+                            default -> {
+                                int[] send = new int[count * n];
+                                for (int e = 0; e < send.length; e++) {
+                                    send[e] = (c.rank() + 1) * (e + i);
+                                }
+                                int[] got = new int[count];
+                                c.reduceScatter(Buffer.of(send), Buffer.of(got), ReduceOp.SUM);
+                                int ranksSum = n * (n + 1) / 2;
+                                for (int e = 0; e < count; e++) {
+                                    assertEquals(ranksSum * (c.rank() * count + e + i), got[e], what + " reduce-scatter: element " + e);
+                                }
+                            }
+                        }
+                        modes[c.rank()][i] = area.far();
+                    }
+                });
+                for (int q = 1; q < n; q++) {
+                    assertTrue(java.util.Arrays.equals(modes[0], modes[q]), "rank " + q + " ran operations in other modes than rank 0");
+                }
+                assertEquals(1, impl(cs.get(0)).sharedArea().farSwitches());
+                assertTrue(!modes[0][50] && modes[0][51] && !modes[0][251], java.util.Arrays.toString(modes[0]));
             } finally {
                 cs.forEach(Communicator::close);
             }

@@ -13,18 +13,22 @@ import java.lang.invoke.VarHandle;
  *   0  +--------------------------------------------------------------+
  *      | magic "JCCLCOL1" (8) | version (4) | ranks (4)                  |  written once by rank 0 before
  *      | areaBytes (8) | creatorPid (8) | fileBytes (8)                 |  the file gets its final name
+ *      | slotBytes (8): largest round of the far mode | hotBytes (8)    |
+ *      | hotWindow (8) | hotSlot (8): ring part and round of the near mode |
  * 128  +--------------------------------------------------------------+
  *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
  * 256  +--------------------------------------------------------------+
  *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) | pad (8)   |  release store / acquire load
  *  +64 | rank 0: signature 0 (32) | signature 1 (32)  [JCCL_CHECK=1]   |
- *  +128| rank 0: reduced (8) | state (4)                 [rank 0 writes]|
+ *  +128| rank 0: reduced (8) | state (4) | pad (4) | mode 0 | mode 1 (8 each; only rank 0's are used) |
  *  +256| rank 1: arrive ...                                             |  one 256-byte block per rank
  *      | ...                                                            |
  *      | padding to 4096                                                |
  * data +--------------------------------------------------------------+
- *      | rank 0's area: half 0 | half 1  (areaBytes, a page multiple)    |  plain, published by arrive /
- *      | rank 1's area ...                                              |  reduced of the same rank
+ *      | rank 0's area (areaBytes, a page multiple):                     |  plain, published by arrive /
+ *      |   hot 0 | hot 1 (hotBytes each) | ring (rounds > hotBytes,    |  reduced of the same rank
+ *      |   each at most slotBytes <= half the ring, one after another) |
+ *      | rank 1's area ...                                              |
  *      +--------------------------------------------------------------+
  * </pre>
  *
@@ -33,7 +37,8 @@ import java.lang.invoke.VarHandle;
  * one store unit), so that the peer's acquire load of the word brings the data along.
  * A rank's {@code arrive} word is the number of the last round whose input it has copied into its
  * area; {@code reduced} the last round whose reduced slice it has written there. Both only grow.
- * Round {@code k} uses half {@code k & 1} of every area. The words of one rank sit 128 bytes from
+ * Where round {@code k}'s region lies in every area: {@link ShmCollArea#nextRound(long)}; the inline
+ * and signature slots alternate by round parity. The words of one rank sit 128 bytes from
  * those of the next (the adjacent-line prefetcher pulls 128-byte pairs), and only their owner
  * writes them.
  */
@@ -44,7 +49,7 @@ final class ShmCollDescriptor {
     /** "JCCLCOL1" read as a little-endian long. */
     static final long MAGIC = 0x314c4f43_4c43434aL;
     /** Bumped whenever this layout changes. */
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     static final long MAGIC_OFFSET = ShmFileHeader.MAGIC_OFFSET;
     static final long VERSION_OFFSET = ShmFileHeader.VERSION_OFFSET;
@@ -52,6 +57,18 @@ final class ShmCollDescriptor {
     static final long AREA_BYTES_OFFSET = 16;
     static final long CREATOR_PID_OFFSET = 24;
     static final long FILE_BYTES_OFFSET = 32;
+    static final long SLOT_BYTES_OFFSET = 40;
+    static final long HOT_BYTES_OFFSET = 48;
+    static final long HOT_WINDOW_OFFSET = 56;
+    static final long HOT_SLOT_OFFSET = 64;
+    /** The part of the ring the near mode uses (the former two halves of the default 4 MiB area). */
+    static final long HOT_WINDOW_MAX = 4 << 20;
+    /** Largest round of the near mode. */
+    static final long HOT_SLOT_MAX = 2 << 20;
+    /** Regions of the area start on cache-line multiples. */
+    static final long ALIGN = 64;
+    /** Largest hot region (rounds up to this size rewrite the same lines, hot in cache); at most an eighth of the area. */
+    static final long HOT_MAX = 64 << 10;
 
     static final long LINE = 128;
     static final long ATTACHED_OFFSET = LINE;
@@ -73,6 +90,13 @@ final class ShmCollDescriptor {
     static final long SIG_BYTES = 32;
     static final long REDUCED = LINE;
     static final long STATE = LINE + 8;
+    /**
+     * Two words (round parity) in rank 0's block: the mode (0: near, the ring's first {@code
+     * hotWindow} bytes in rounds of at most {@code hotSlot}; 1: far, the whole ring in rounds of at
+     * most {@code slotBytes}) of the operation that starts at round k, written by rank 0 before its
+     * arrive at k-1 (ShmCollArea#arrive) and read by every rank when the operation starts.
+     */
+    static final long MODE = LINE + 16;
     static final long PAGE = ShmFileHeader.PAGE;
 
     static final int STATE_OPEN = 0;
@@ -90,9 +114,30 @@ final class ShmCollDescriptor {
         return ShmFileHeader.align(RANKS_BLOCK_OFFSET + ranks * RANK_BLOCK_BYTES, PAGE);
     }
 
-    /** A rank's area rounded to whole pages (two equal halves of a multiple of 2 KiB each). */
+    /** A rank's area rounded to whole pages, at least two (room for two slots of a page). */
     static long areaBytes(long requested) {
-        return ShmFileHeader.align(requested, PAGE);
+        return ShmFileHeader.align(Math.max(requested, 2 * PAGE), PAGE);
+    }
+
+    /** The hot regions' size for an area of {@code areaBytes}: {@link #HOT_MAX}, at most an eighth of the area, whole lines. */
+    static long hotBytes(long areaBytes) {
+        return Math.min(HOT_MAX, areaBytes / 8 / ALIGN * ALIGN);
+    }
+
+    /** The part of the ring the near mode uses: {@link #HOT_WINDOW_MAX} or the whole ring if smaller. */
+    static long hotWindow(long areaBytes) {
+        return Math.min(HOT_WINDOW_MAX, areaBytes - 2 * hotBytes(areaBytes));
+    }
+
+    /** The near mode's largest round: {@link #HOT_SLOT_MAX}, at most half its window, whole lines. */
+    static long hotSlot(long areaBytes) {
+        return Math.max(ALIGN, Math.min(HOT_SLOT_MAX, hotWindow(areaBytes) / 2 / ALIGN * ALIGN));
+    }
+
+    /** The far mode's largest round for an area of {@code areaBytes} and a requested {@code requested}: at most half the ring, whole lines. */
+    static long slotBytes(long areaBytes, long requested) {
+        long half = (areaBytes - 2 * hotBytes(areaBytes)) / 2 / ALIGN * ALIGN;
+        return Math.max(ALIGN, Math.min(half, requested / ALIGN * ALIGN));
     }
 
     static long fileBytes(int ranks, long areaBytes) {
@@ -101,10 +146,17 @@ final class ShmCollDescriptor {
 
 
     /** Writes the header of a fresh (zero-filled) file, magic last (release). */
-    static void initialise(MemorySegment s, int ranks, long areaBytes, long pid) {
+    static void initialise(MemorySegment s, int ranks, long areaBytes, long slotBytes, long pid, boolean far) {
+        // The mode of the first operations, before rank 0 publishes any (ShmCollArea#arrive).
+        s.set(ValueLayout.JAVA_LONG, word(0, MODE), far ? 1L : 0L);
+        s.set(ValueLayout.JAVA_LONG, word(0, MODE) + 8, far ? 1L : 0L);
+        s.set(ValueLayout.JAVA_LONG, HOT_BYTES_OFFSET, hotBytes(areaBytes));
+        s.set(ValueLayout.JAVA_LONG, HOT_WINDOW_OFFSET, hotWindow(areaBytes));
+        s.set(ValueLayout.JAVA_LONG, HOT_SLOT_OFFSET, hotSlot(areaBytes));
         s.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
         s.set(ValueLayout.JAVA_INT, RANKS_OFFSET, ranks);
         s.set(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET, areaBytes);
+        s.set(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET, slotBytes);
         s.set(ValueLayout.JAVA_LONG, CREATOR_PID_OFFSET, pid);
         s.set(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET, s.byteSize());
         LONG.setRelease(s, MAGIC_OFFSET, MAGIC);
@@ -118,10 +170,14 @@ final class ShmCollDescriptor {
         }
         int r = s.get(ValueLayout.JAVA_INT, RANKS_OFFSET);
         long area = s.get(ValueLayout.JAVA_LONG, AREA_BYTES_OFFSET);
-        if (r != ranks || area < PAGE || area % PAGE != 0 || fileBytes(r, area) != s.byteSize()
+        long slot = s.get(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET);
+        long hot = s.get(ValueLayout.JAVA_LONG, HOT_BYTES_OFFSET);
+        if (r != ranks || area < 2 * PAGE || area % PAGE != 0 || hot != hotBytes(area) || slot < ALIGN || slot % ALIGN != 0
+                || s.get(ValueLayout.JAVA_LONG, HOT_WINDOW_OFFSET) != hotWindow(area) || s.get(ValueLayout.JAVA_LONG, HOT_SLOT_OFFSET) != hotSlot(area)
+                || 2 * slot > area - 2 * hot || fileBytes(r, area) != s.byteSize()
                 || s.get(ValueLayout.JAVA_LONG, FILE_BYTES_OFFSET) != s.byteSize()) {
-            return "inconsistent geometry: " + r + " ranks (expected " + ranks + ") of " + area + " bytes in a file of " + s.byteSize()
-                    + " bytes";
+            return "inconsistent geometry: " + r + " ranks (expected " + ranks + ") of " + area + " bytes in slots of " + slot
+                    + " bytes in a file of " + s.byteSize() + " bytes";
         }
         return null;
     }

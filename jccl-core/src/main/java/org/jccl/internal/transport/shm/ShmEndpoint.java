@@ -83,6 +83,10 @@ final class ShmEndpoint implements Endpoint {
     private final long raiseAfterNanos;
     /** Bytes per rank of the shared collective segment this rank would create as rank 0 (JCCL_SHM_COLL_BUFFER, page-rounded). */
     private final long collBytes;
+    /** Round (slot) size of the shared collective segment this rank would create as rank 0 (JCCL_SHM_COLL_SLOT). */
+    private final long collSlotBytes;
+    /** JCCL_SHM_COLL_RING (rank 0's counts: it picks the mode of every operation). */
+    private final int collRing;
     /** The shared collective segment, once {@link #openCollArea()} made or mapped it. */
     private ShmCollArea coll;
     /** Rank 0: the segment's file names (temporary, final) while they may exist. */
@@ -109,7 +113,9 @@ final class ShmEndpoint implements Endpoint {
         // Raise the waiting flags well inside the spin phase, so they are up before the runtime blocks.
         this.raiseAfterNanos = Math.min(50_000L, Settings.IDLE_SPIN_US.getLong(ctx.config()) * 500L);
         long cb = Settings.SHM_COLL_BUFFER.getLong(ctx.config());
-        this.collBytes = cb == 0 ? 0 : ShmCollDescriptor.areaBytes(Math.max(cb, 2 * ShmCollDescriptor.PAGE));
+        this.collBytes = cb == 0 ? 0 : ShmCollDescriptor.areaBytes(cb);
+        this.collSlotBytes = Settings.SHM_COLL_SLOT.getLong(ctx.config());
+        this.collRing = Settings.SHM_COLL_RING.getInt(ctx.config());
         openListener(ProcessHandle.current().pid());
     }
 
@@ -164,7 +170,10 @@ final class ShmEndpoint implements Endpoint {
         long needed = fileBytes * peers.length;
         long pid = ProcessHandle.current().pid();
         // 1. This rank's inbound rings: created, reserved, initialised, then published by rename.
-        for (int i = 0; i < peers.length; i++) {
+        // The ring from the lowest peer comes last: once rank 0 has mapped the ring a peer made for it,
+        // every ring of that peer exists, so rank 0 sizes the shared collective segment (openCollArea,
+        // after its prepare) against what the whole job's rings left free.
+        for (int i = peers.length - 1; i >= 0; i--) {
             int p = peers[i];
             Path fin = dir.resolve(fileName(nonce, pid, p, rank));
             Path tmp = dir.resolve(fin.getFileName() + ".tmp");
@@ -380,6 +389,70 @@ final class ShmEndpoint implements Endpoint {
     }
 
     /**
+     * Smallest area per rank the shared collective segment falls back to when {@code JCCL_SHM_COLL_BUFFER}
+     * does not fit in the directory (256 KiB: two hot regions of 32 KiB, room for every one-step
+     * all-reduce, and a ring of 192 KiB whose rounds still amortise their synchronisation); a smaller
+     * request is taken as is.
+     */
+    static final long COLL_MIN_AREA = 256 << 10;
+
+    /**
+     * Rank 0: creates {@code tmp} reserved for {@code n} areas of {@code requested} bytes (whole
+     * pages) and returns the area size it got. When the directory has too little room,
+     * it takes the largest area that fits (what the statvfs free space allows, then halving), down to
+     * {@link #COLL_MIN_AREA}, and logs why at INFO; below that the same ResourceException as a full
+     * directory always gave, with the sizes and the fix.
+     */
+    private long reserveColl(Path tmp, int n, long requested) throws IOException {
+        long area = geometry(requested);
+        long floor = Math.min(area, geometry(COLL_MIN_AREA));
+        long tried = area;
+        long freeBefore = -1;
+        while (true) {
+            long attempt = tried;
+            boolean last = tried <= floor;
+            try {
+                reserve(tmp, ShmCollDescriptor.fileBytes(n, tried), e -> collFull(n, attempt, area, e));
+                if (tried != area) {
+                    Log.info(Log.Subsys.SHM, rank, "SHM: a shared collective segment of " + n + " x " + area + " bytes (JCCL_SHM_COLL_BUFFER)"
+                            + " does not fit in " + dir + " (" + (freeBefore < 0 ? "an unknown number of" : Long.toString(freeBefore))
+                            + " bytes free after the rings); using " + n + " x " + tried + " bytes instead (rounds of at most "
+                            + ShmCollDescriptor.slotBytes(tried, collSlotBytes) + " B): a smaller ring, so large all-reduces can be slower"
+                            + " when the host places the CPUs far apart. Fix: more shared memory (Docker: --shm-size=1g)");
+                }
+                return tried;
+            } catch (ResourceException full) {
+                if (last) {
+                    throw full;
+                }
+            }
+            // Whole pages of what statvfs says is free, per rank; at least half the last try, never below the floor.
+            long free = freeBytes();
+            freeBefore = freeBefore < 0 ? free : freeBefore;
+            long fits = free < 0 ? 0 : (free - ShmCollDescriptor.dataOffset(n)) / n / ShmCollDescriptor.PAGE * ShmCollDescriptor.PAGE;
+            tried = Math.max(floor, geometry(fits > 0 && fits < tried ? fits : tried / 2));
+        }
+    }
+
+    /** The area (whole pages, at least two) that {@code requested} bytes per rank give. */
+    private static long geometry(long requested) {
+        return ShmCollDescriptor.areaBytes(requested);
+    }
+
+    private String freeOrUnknown() {
+        long free = freeBytes();
+        return free < 0 ? "an unknown number of" : Long.toString(free);
+    }
+
+    private ResourceException collFull(int n, long area, long requested, Throwable cause) {
+        return new ResourceException("rank 0: not enough shared memory for the shared collective segment in " + dir + ": it needs "
+                + ShmCollDescriptor.fileBytes(n, area) + " bytes (" + n + " ranks x " + area + " bytes, the smallest area it falls back to"
+                + " from JCCL_SHM_COLL_BUFFER=" + requested + ") and " + dir + " has " + freeOrUnknown() + " bytes free. Fix: give the"
+                + " container more shared memory (Docker: --shm-size=1g; Kubernetes: an emptyDir volume with medium: Memory mounted at"
+                + " /dev/shm), set JCCL_SHM_COLL_BUFFER smaller or 0 (no segment), or point JCCL_SHM_DIR at a larger tmpfs", cause);
+    }
+
+    /**
      * Makes (rank 0) or maps (the others) the communicator's shared collective segment; called once,
      * after {@link #prepare}, and only when every pair of the communicator's ranks uses SHM (every
      * rank decides that from the same peer table, so all or none come here). Rank 0's published
@@ -401,21 +474,18 @@ final class ShmEndpoint implements Endpoint {
             return null;
         }
         String name = PREFIX + comm + "-" + a0.nonce() + "-" + p0.pid() + "-coll";
-        long fileBytes = ShmCollDescriptor.fileBytes(n, area);
         MemorySegment seg;
         if (rank == 0) {
             Path fin = dir.resolve(name);
             Path tmp = dir.resolve(name + ".tmp");
             collCreated[0] = tmp;
-            reserve(tmp, fileBytes, e -> new ResourceException("rank 0: not enough shared memory for the shared collective segment in "
-                    + dir + ": it needs " + fileBytes + " bytes (" + n + " ranks x JCCL_SHM_COLL_BUFFER=" + area + ") and " + dir + " has "
-                    + (freeBytes() < 0 ? "an unknown number of" : Long.toString(freeBytes())) + " bytes free. Fix: give the container more"
-                    + " shared memory (Docker: --shm-size=1g; Kubernetes: an emptyDir volume with medium: Memory mounted at /dev/shm),"
-                    + " set JCCL_SHM_COLL_BUFFER smaller or 0 (no segment), or point JCCL_SHM_DIR at a larger tmpfs", e));
+            long got = reserveColl(tmp, n, area);
+            long fileBytes = ShmCollDescriptor.fileBytes(n, got);
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, fileBytes, arena);
             }
-            ShmCollDescriptor.initialise(seg, n, area, ProcessHandle.current().pid());
+            ShmCollDescriptor.initialise(seg, n, got, ShmCollDescriptor.slotBytes(got, collSlotBytes), ProcessHandle.current().pid(),
+                    collRing == ShmCollArea.RING_ALWAYS);
             collCreated[1] = fin;
             Files.move(tmp, fin, StandardCopyOption.ATOMIC_MOVE);
             collCreated[0] = null;
@@ -440,7 +510,7 @@ final class ShmEndpoint implements Endpoint {
             infos[q] = ctx.peer(q);
             check[q] = q != rank && infos[q].pid() != self && ProcessHandle.of(infos[q].pid()).map(ProcessHandle::isAlive).orElse(false);
         }
-        coll = new ShmCollArea(seg, rank, infos, check);
+        coll = new ShmCollArea(seg, rank, infos, check, collRing);
         Log.info(Log.Subsys.SHM, rank, "SHM: rank " + rank + " mapped the shared collective segment (" + coll.describe() + ")");
         return coll;
     }
