@@ -94,19 +94,11 @@ final class ShmMailbox implements AutoCloseable {
         byte[] token = new byte[8];
         new java.security.SecureRandom().nextBytes(token);
         Path own = dir.resolve("jccl-gpu-mailbox-" + HexFormat.of().formatHex(token) + "-" + rank);
-        // Every byte written now: a full tmpfs fails here (ENOSPC), never with a SIGBUS later.
         boolean ok = true;
         String why = "";
-        try (FileChannel ch = FileChannel.open(own, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
-            ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(bytes, 1 << 20));
-            long done = 0;
-            while (done < bytes) {
-                zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - done));
-                done += ch.write(zeros, done);
-            }
+        try {
+            org.jccl.internal.transport.shm.ShmReservation.createReserved(own, bytes);
         } catch (IOException e) {
-            Files.deleteIfExists(own);
             ok = false;
             why = own + ": " + e.getMessage();
         }

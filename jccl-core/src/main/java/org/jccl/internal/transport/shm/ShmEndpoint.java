@@ -307,31 +307,10 @@ final class ShmEndpoint implements Endpoint {
 
     /** Creates {@code path} with every page reserved, or throws the "shared memory is full" error. */
     private void reserve(Path path, long bytes, java.util.function.Function<Throwable, ResourceException> full) throws IOException {
-        if (Libc.available()) {
-            int err = Libc.createReserved(path, bytes);
-            if (err == 0) {
-                return;
-            }
-            Files.deleteIfExists(path);
-            if (err == Libc.ENOSPC) {
-                throw full.apply(null);
-            }
-            throw new IOException("posix_fallocate(" + path + ", " + bytes + " bytes) failed with errno " + err);
-        }
-        // No libc access: write every page. write(2) reports ENOSPC as an IOException, as fallocate would.
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(bytes, 1 << 20));
-            long done = 0;
-            while (done < bytes) {
-                zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - done));
-                done += ch.write(zeros, done);
-            }
-        } catch (IOException e) {
-            Files.deleteIfExists(path);
-            if (String.valueOf(e.getMessage()).contains("No space left")) {
-                throw full.apply(e);
-            }
-            throw e;
+        try {
+            ShmReservation.createReserved(path, bytes);
+        } catch (ShmReservation.FullException e) {
+            throw full.apply(e.getCause());
         }
     }
 
