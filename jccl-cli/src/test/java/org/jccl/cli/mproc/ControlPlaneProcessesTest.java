@@ -214,13 +214,32 @@ class ControlPlaneProcessesTest {
     @ValueSource(ints = {2, 0})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aStoppedRankTimesOutTheOthersWithinHalfToTwiceThePeerTimeout(int victim) throws Exception {
+        stopAndExpectTimeouts(victim, new int[] {6, 6, 6});
+    }
+
+    /**
+     * The stopped hub cannot relay why a rank left: rank 1 (timeout 3 s) times out on it first and
+     * closes its links while rank 2 (6 s) still hears nothing. Rank 2's broken link to rank 1 is a
+     * consequence; it must still name rank 0, when its own timer fires.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aNeighbourThatTimesOutFirstOnAStoppedHubDoesNotHideTheHub() throws Exception {
+        stopAndExpectTimeouts(0, new int[] {6, 3, 6});
+    }
+
+    /**
+     * Starts 3 ranks with the given {@code JCCL_PEER_TIMEOUT}s, SIGSTOPs {@code victim} while the
+     * others wait in an all-reduce, and asserts that each survivor fails with a timeout naming the
+     * victim, between half and twice its own timeout after the stop.
+     */
+    private void stopAndExpectTimeouts(int victim, int[] timeouts) throws Exception {
         String commId = "127.0.0.1:" + Processes.freePort();
         String token = Processes.newToken();
-        int timeout = 6;
         try (Processes procs = new Processes()) {
             for (int r = 0; r < 3; r++) {
                 procs.start("rank" + r, Processes.javaMain(ControlRank.class.getName(), "victim", Integer.toString(victim)),
-                        env(commId, token, r, 3, "JCCL_PEER_TIMEOUT", Integer.toString(timeout)));
+                        env(commId, token, r, 3, "JCCL_PEER_TIMEOUT", Integer.toString(timeouts[r])));
             }
             await(procs, Duration.ofSeconds(60), "every rank READY", p -> p.get(0).output().contains("READY")
                     && p.get(1).output().contains("READY") && p.get(2).output().contains("READY"));
@@ -230,7 +249,8 @@ class ControlPlaneProcessesTest {
             Process stop = new ProcessBuilder("kill", "-STOP", Long.toString(victimPid)).inheritIO().start();
             assertEquals(0, stop.waitFor());
             int[] survivors = victim == 0 ? new int[] {1, 2} : new int[] {0, 1};
-            await(procs, Duration.ofSeconds(4L * timeout), "the survivors fail", p -> {
+            int longest = Math.max(timeouts[survivors[0]], timeouts[survivors[1]]);
+            await(procs, Duration.ofSeconds(4L * longest), "the survivors fail", p -> {
                 for (int r : survivors) {
                     if (!p.get(r).output().contains("LATER")) {
                         return false;
@@ -239,6 +259,7 @@ class ControlPlaneProcessesTest {
                 return true;
             });
             for (int r : survivors) {
+                int timeout = timeouts[r];
                 String out = procs.get(r).output();
                 Matcher m = Pattern.compile("FAILED_AT_MS=(\\d+) org\\.jccl\\.JcclTimeoutException \\[TIMEOUT]: (.*)").matcher(out);
                 assertTrue(m.find(), out);

@@ -122,6 +122,14 @@ public final class ControlPlane {
         }
     }
 
+    /** Sets {@code c.lastHeard}, mirrored for the hub's connection (see {@link #hubHeardAt}). */
+    private void heard(Conn c, long at) {
+        c.lastHeard = at;
+        if (c.peer == 0) {
+            hubHeardAt = at;
+        }
+    }
+
     /** A local {@code jccl status} client waiting for its report. */
     private static final class StatusClient {
         final SocketChannel ch;
@@ -201,6 +209,11 @@ public final class ControlPlane {
     private volatile String mismatch;
     /** Set when the hub has left (closed or aborted): no more supervision, reports or faults. */
     private volatile boolean hubGone;
+    /**
+     * When this rank (not the hub) last heard the hub, mirrored from its connection's
+     * {@code lastHeard} for {@link #explain}, which runs on an operation thread.
+     */
+    private volatile long hubHeardAt = System.nanoTime();
     /** Ranks known to have closed or aborted their communicator (1), as far as this rank hears. */
     private final java.util.concurrent.atomic.AtomicIntegerArray left;
     /** Why each rank in {@link #left} left ("closed its communicator", "aborted its communicator: ..."), as far as this rank hears. */
@@ -546,16 +559,26 @@ public final class ControlPlane {
      *
      * <p>Every rank says on the control channel why it leaves (BYE, GONE, FAULT) before its data
      * connections close, and the hub relays that to every rank (LEFT, FAULT) within milliseconds,
-     * also between ranks of one JVM; the wait for it is bounded by min(2 s, T/2).
+     * also between ranks of one JVM; the wait for it is bounded by min(2 s, T/2). A hub that has
+     * missed its heartbeats cannot relay: then the wait lasts until this rank's own timer on the hub
+     * fires (at most T), so every survivor of a stopped hub names the hub, whichever timed out first.
      */
     public JcclException explain(JcclException e) {
         if (!(e instanceof PeerFailedException pf) || pf.peerRank() < 0 || pf.peerRank() >= size || stopped && verdict == null) {
             return e;
         }
         int seen = pf.peerRank();
-        long deadline = System.nanoTime() + Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2);
-        while (verdict == null && mismatch == null && !stopped && !hubGone && left.get(seen) == 0 && !peerKnownDead(seen)
-                && System.nanoTime() < deadline) {
+        long start = System.nanoTime();
+        long deadline = start + Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2);
+        while (verdict == null && mismatch == null && !stopped && !hubGone) {
+            long now = System.nanoTime();
+            long hubDue = silentHubVerdictDue(start);
+            boolean hubSilent = hubDue != Long.MIN_VALUE && now - hubDue < 0;
+            // A neighbour that left or exited explains the break, unless the hub went silent first: it
+            // may have left because of the hub (a program that exits on the error, too).
+            if (!hubSilent && (now - deadline >= 0 || left.get(seen) != 0 || peerKnownDead(seen))) {
+                break;
+            }
             try {
                 Thread.sleep(10);
             } catch (InterruptedException ie) {
@@ -581,6 +604,27 @@ public final class ControlPlane {
             return new PeerFailedException(seen, e.getMessage() + "; " + describe(seen) + " " + why, e);
         }
         return e;
+    }
+
+    /**
+     * When this rank's own timer will name a silent hub, if the hub has missed its heartbeats: a
+     * neighbour that closed its link meanwhile most likely timed out on the same hub a little
+     * earlier (the hub's last heartbeats to the ranks are up to a quarter of the timeout apart, and
+     * timeouts may differ per rank), and a stopped hub cannot relay why it left. Waiting for this
+     * rank's own verdict then names the stopped rank rather than the neighbour. At most the timeout
+     * from {@code start}; {@code Long.MIN_VALUE} when the hub is heard or this rank is the hub.
+     */
+    private long silentHubVerdictDue(long start) {
+        if (rank == 0) {
+            return Long.MIN_VALUE;
+        }
+        long heardAt = hubHeardAt;
+        long now = System.nanoTime();
+        if (now - heardAt <= heartbeatNs + graceNs) {
+            return Long.MIN_VALUE;
+        }
+        long due = heardAt + timeoutNs + graceNs + 2 * TimeUnit.MILLISECONDS.toNanos(tickMs);
+        return due - (start + timeoutNs) > 0 ? start + timeoutNs : due;
     }
 
     /** Hub after its close(): stops once no rank has the communicator open any more, or when the linger ends. */
@@ -729,7 +773,7 @@ public final class ControlPlane {
             // silence it measured is its own, not the peers'.
             for (Conn c : conns) {
                 if (c != null) {
-                    c.lastHeard = now;
+                    heard(c, now);
                 }
             }
         }
@@ -981,7 +1025,7 @@ public final class ControlPlane {
         c.outBytes += frame.remaining();
         if (c.outBytes > MAX_OUT_BYTES) {
             // The peer reads nothing: treat it as silent rather than queue without bound.
-            c.lastHeard = Math.min(c.lastHeard, System.nanoTime() - timeoutNs - 1);
+            heard(c, Math.min(c.lastHeard, System.nanoTime() - timeoutNs - 1));
             return;
         }
         if (c.key != null && c.key.isValid()) {
@@ -1045,7 +1089,7 @@ public final class ControlPlane {
                 ByteBuffer body = c.payload.flip();
                 c.header.clear();
                 c.payload = null;
-                c.lastHeard = System.nanoTime();
+                heard(c, System.nanoTime());
                 handle(c, type, body);
                 if (stopped || c.state != ConnState.OPEN) {
                     return;
