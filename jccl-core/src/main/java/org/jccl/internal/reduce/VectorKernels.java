@@ -173,7 +173,9 @@ final class VectorKernels {
         };
         if (done < bytes) {
             // The tail (fewer elements than one vector): the scalar kernel, so it has its semantics exactly.
-            Reductions.reduceScalar(d.asSlice(done), a.asSlice(done), b.asSlice(done), n - done / type.size(), type, op);
+            // Inputs shorter than one vector (done == 0: an 8-byte all-reduce) need no slices.
+            Reductions.reduceScalar(done == 0 ? d : d.asSlice(done), done == 0 ? a : a.asSlice(done), done == 0 ? b : b.asSlice(done),
+                    n - done / type.size(), type, op);
         }
     }
 

@@ -294,6 +294,37 @@ class ReductionsTest {
 
     @Test
     @Timeout(10)
+    void aDestinationPartlyOverlappingASourceIsRefusedInNativeAndHeapMemory() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment native24 = arena.allocate(96, 64);
+            MemorySegment heap24 = MemorySegment.ofArray(new float[24]);
+            for (MemorySegment m : List.of(native24, heap24)) {
+                MemorySegment dst = m.asSlice(4, 32);
+                MemorySegment other = m.asSlice(40, 8 * 4);
+                // The source starts 1 element after (or before) the destination: 28 of 32 bytes shared.
+                IllegalArgumentException after = assertThrows(IllegalArgumentException.class,
+                        () -> Reductions.reduce(dst, m.asSlice(8, 32), other, 8, DataType.FLOAT32, ReduceOp.SUM));
+                assertEquals("Reductions: dst partially overlaps 'a' (28 of 32 bytes shared); it must be exactly the same memory or"
+                        + " disjoint", after.getMessage());
+                IllegalArgumentException before = assertThrows(IllegalArgumentException.class,
+                        () -> Reductions.reduce(dst, other, m.asSlice(0, 32), 8, DataType.FLOAT32, ReduceOp.SUM));
+                assertTrue(before.getMessage().startsWith("Reductions: dst partially overlaps 'b' (28 of 32 bytes shared)"),
+                        before.getMessage());
+                // Exactly the same memory through another segment object, and the memory right after, are fine.
+                MemorySegment d7 = m.asSlice(4, 28);
+                MemorySegment same = m.asSlice(4, 28);
+                MemorySegment adjacent = m.asSlice(32, 28);
+                same.fill((byte) 0);
+                adjacent.fill((byte) 0);
+                adjacent.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, 7f);
+                Reductions.reduce(d7, same, adjacent, 7, DataType.FLOAT32, ReduceOp.SUM);
+                assertEquals(7f, d7.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0), m.isNative() ? "native" : "heap");
+            }
+        }
+    }
+
+    @Test
+    @Timeout(10)
     void subnormalHalves() {
         assertEquals(0x1p-24f, Reductions.halfToFloat((short) 0x0001));
         assertEquals(1023 * 0x1p-24f, Reductions.halfToFloat((short) 0x03FF));
