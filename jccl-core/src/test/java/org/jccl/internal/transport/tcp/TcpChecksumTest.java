@@ -45,6 +45,8 @@ class TcpChecksumTest {
     private static final class BitFlip implements TcpConnection.ReceiveTap {
         final AtomicBoolean armed = new AtomicBoolean();
         final AtomicLong seen = new AtomicLong();
+        /** Taken by the one receive that flips; {@link #flipped} is set only after {@link #victim}. */
+        final AtomicBoolean claimed = new AtomicBoolean();
         final AtomicBoolean flipped = new AtomicBoolean();
         final long at;
         volatile String victim;
@@ -60,14 +62,15 @@ class TcpChecksumTest {
 
         @Override
         public void received(TcpConnection c, ByteBuffer b, int from, int to) {
-            if (!armed.get() || flipped.get()) {
+            if (!armed.get() || claimed.get()) {
                 return;
             }
             long end = seen.addAndGet(to - from);
-            if (end > at && flipped.compareAndSet(false, true)) {
+            if (end > at && claimed.compareAndSet(false, true)) {
                 int pos = to - (int) (end - at);
                 b.put(pos, (byte) (b.get(pos) ^ 0x08));
                 victim = c.toString();
+                flipped.set(true); // after victim: a test that sees the flip also sees which connection
             }
         }
     }
