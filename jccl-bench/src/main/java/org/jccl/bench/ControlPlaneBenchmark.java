@@ -36,7 +36,7 @@ public class ControlPlaneBenchmark {
     @Benchmark
     public long perOperation() {
         long s = seq++;
-        recorder.issued(s, "all_reduce", 8, "float", "sum", -1, "SHM");
+        recorder.issued(s, "all_reduce", 8, "float", "sum", -1, "SHM", false, true);
         recorder.started(s);
         CollectiveEvent ev = new CollectiveEvent();
         ev.begin();
@@ -54,7 +54,7 @@ public class ControlPlaneBenchmark {
     @Benchmark
     public long recorderOnly() {
         long s = seq++;
-        recorder.issued(s, "all_reduce", 8, "float", "sum", -1, "SHM");
+        recorder.issued(s, "all_reduce", 8, "float", "sum", -1, "SHM", false, true);
         recorder.started(s);
         recorder.finished(s, true, "ring");
         return recorder.lastFinished();

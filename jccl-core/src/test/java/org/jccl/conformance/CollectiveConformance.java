@@ -462,4 +462,38 @@ public abstract class CollectiveConformance {
             }
         });
     }
+
+    Stream<Integer> multiRankCounts() {
+        return java.util.Arrays.stream(ranks()).filter(n -> n >= 2).boxed();
+    }
+
+    /**
+     * A small blocking call runs inline and reads no clock unless it waits (FlightRecorder's class
+     * comment): one that waits 50 ms for a late rank must still have its times, from its wait's first
+     * clock read, whatever the transport's way of waiting.
+     */
+    @ParameterizedTest(name = "a small blocking call that waits is timed in the flight recorder n={0}")
+    @MethodSource("multiRankCounts")
+    void aSmallBlockingCallThatWaitsIsTimedInTheFlightRecorder(int n) {
+        run(n, c -> {
+            c.barrier();
+            if (c.rank() == n - 1) {
+                Thread.sleep(50);
+            }
+            float[] x = {1f, c.rank()};
+            c.allReduce(x, ReduceOp.SUM);
+            assertEquals(n, x[0]);
+            assertEquals(n * (n - 1) / 2.0f, x[1]);
+            if (c.rank() != n - 1) {
+                org.jccl.internal.control.FlightRecorder rec = ((org.jccl.internal.runtime.CommunicatorImpl) c).flightRecorder();
+                org.jccl.internal.control.FlightRecorder.Entry e = rec.entry(rec.lastFinished());
+                assertEquals("allReduce", e.name(), e.toString());
+                assertEquals(org.jccl.internal.control.FlightRecorder.State.DONE, e.state(), e.toString());
+                assertTrue(e.issuedNs() != 0 && e.startNs() != 0 && e.endNs() != 0, "rank " + c.rank() + ": untimed " + e);
+                long waitedMs = (e.endNs() - e.startNs()) / 1_000_000;
+                assertTrue(waitedMs >= 40 && waitedMs < 20_000, "rank " + c.rank() + " waited 50 ms for the last rank, the recorder says "
+                        + waitedMs + " ms: " + e);
+            }
+        });
+    }
 }

@@ -804,7 +804,7 @@ public final class ControlPlane {
             }
         }
         // The stall watchdog.
-        FlightRecorder.Entry cur = p.recorder().current();
+        FlightRecorder.Entry cur = p.recorder().currentStamped(now);
         if (cur != null && !hubGone && verdict == null && cur.elapsedMs(now) * 1_000_000L >= stallWarnNs
                 && cur.seq() != requestedSeq && cur.seq() != reportedSeq) {
             requestedSeq = cur.seq();

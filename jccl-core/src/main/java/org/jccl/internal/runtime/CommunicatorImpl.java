@@ -11,7 +11,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Supplier;
 import org.jccl.Buffer;
 import org.jccl.Communicator;
 import org.jccl.Config;
@@ -76,10 +75,8 @@ public final class CommunicatorImpl implements Communicator {
     private final Staging.Pool stagingPool = new Staging.Pool();
     private final Object submitLock = new Object();
     private final ReentrantLock execLock = new ReentrantLock();
-    /** Operations issued and not yet finished (guarded by submitLock). */
-    private int pending;
-    /** Set while a blocking public method is submitting: lets it run inline. */
-    private final ThreadLocal<Boolean> blockingCall = new ThreadLocal<>();
+    /** Operations issued and not yet finished: incremented under submitLock, decremented by whoever ran one. */
+    private final AtomicInteger pending = new AtomicInteger();
     private long nextSeq;
     /** Sequence number of the next operation to run; guarded by execLock (see {@link #help}). */
     private long nextToRun;
@@ -102,6 +99,12 @@ public final class CommunicatorImpl implements Communicator {
     static {
         ResourceLimits.preload();
     }
+
+    /**
+     * Operations up to this size that run inline are not stamped with the clock unless they wait
+     * (FlightRecorder's class comment): for them two clock reads are a measurable part of the call.
+     */
+    private static final long UNTIMED_INLINE_BYTES = 64 << 10;
 
     private static final Op POISON = new LambdaOp("close", 0, null, null, -1, c -> { });
 
@@ -332,6 +335,10 @@ public final class CommunicatorImpl implements Communicator {
 
     @Override
     public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return allReduce0(send, recv, op, false);
+    }
+
+    private Work allReduce0(Buffer send, Buffer recv, ReduceOp op, boolean blocking) {
         final String c = "allReduce";
         nonNull(c, send, recv, op);
         sameType(c, send, recv);
@@ -343,11 +350,15 @@ public final class CommunicatorImpl implements Communicator {
         boolean inPlace = Staging.inPlace(c, send, recv, bytes, 0);
         MemorySegment r = st.output(c, "recv", recv, bytes, inPlace);
         MemorySegment s = inPlace ? r : st.input(c, "send", send, bytes);
-        return submit(new LambdaOp(c, bytes, t, op, -1, x -> Collectives.allReduce(x, s, r, count, t, op)), st);
+        return submit(new LambdaOp(c, bytes, t, op, -1, x -> Collectives.allReduce(x, s, r, count, t, op)), st, blocking);
     }
 
     @Override
     public Work broadcastAsync(Buffer send, Buffer recv, int root) {
+        return broadcast0(send, recv, root, false);
+    }
+
+    private Work broadcast0(Buffer send, Buffer recv, int root, boolean blocking) {
         final String c = "broadcast";
         Objects.requireNonNull(recv, "recv");
         checkRoot(c, root);
@@ -368,11 +379,15 @@ public final class CommunicatorImpl implements Communicator {
             s = inPlace ? r : st.input(c, "send", send, bytes);
         }
         MemorySegment ss = s;
-        return submit(new LambdaOp(c, bytes, t, null, root, x -> Collectives.broadcast(x, ss, r, bytes, root)), st);
+        return submit(new LambdaOp(c, bytes, t, null, root, x -> Collectives.broadcast(x, ss, r, bytes, root)), st, blocking);
     }
 
     @Override
     public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
+        return reduce0(send, recv, op, root, false);
+    }
+
+    private Work reduce0(Buffer send, Buffer recv, ReduceOp op, int root, boolean blocking) {
         final String c = "reduce";
         Objects.requireNonNull(send, "send");
         Objects.requireNonNull(op, "op");
@@ -392,11 +407,15 @@ public final class CommunicatorImpl implements Communicator {
         }
         MemorySegment s = inPlace ? r : st.input(c, "send", send, bytes);
         MemorySegment rr = r;
-        return submit(new LambdaOp(c, bytes, t, op, root, x -> Collectives.reduce(x, s, rr, count, t, op, root)), st);
+        return submit(new LambdaOp(c, bytes, t, op, root, x -> Collectives.reduce(x, s, rr, count, t, op, root)), st, blocking);
     }
 
     @Override
     public Work allGatherAsync(Buffer send, Buffer recv) {
+        return allGather0(send, recv, false);
+    }
+
+    private Work allGather0(Buffer send, Buffer recv, boolean blocking) {
         final String c = "allGather";
         nonNull(c, send, recv, ReduceOp.SUM);
         sameType(c, send, recv);
@@ -408,11 +427,15 @@ public final class CommunicatorImpl implements Communicator {
         boolean inPlace = Staging.inPlace(c, send, recv, bytes, bytes * rank);
         MemorySegment r = st.output(c, "recv", recv, bytes * size, inPlace);
         MemorySegment s = inPlace ? r.asSlice(bytes * rank, bytes) : st.input(c, "send", send, bytes);
-        return submit(new LambdaOp(c, bytes * size, t, null, -1, x -> Collectives.allGather(x, s, r, bytes)), st);
+        return submit(new LambdaOp(c, bytes * size, t, null, -1, x -> Collectives.allGather(x, s, r, bytes)), st, blocking);
     }
 
     @Override
     public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return reduceScatter0(send, recv, op, false);
+    }
+
+    private Work reduceScatter0(Buffer send, Buffer recv, ReduceOp op, boolean blocking) {
         final String c = "reduceScatter";
         nonNull(c, send, recv, op);
         sameType(c, send, recv);
@@ -432,11 +455,15 @@ public final class CommunicatorImpl implements Communicator {
             s = st.input(c, "send", send, bytes * size);
             r = st.output(c, "recv", recv, bytes, false);
         }
-        return submit(new LambdaOp(c, bytes * size, t, op, -1, x -> Collectives.reduceScatter(x, s, r, count, t, op)), st);
+        return submit(new LambdaOp(c, bytes * size, t, op, -1, x -> Collectives.reduceScatter(x, s, r, count, t, op)), st, blocking);
     }
 
     @Override
     public Work allToAllAsync(Buffer send, Buffer recv) {
+        return allToAll0(send, recv, false);
+    }
+
+    private Work allToAll0(Buffer send, Buffer recv, boolean blocking) {
         final String c = "allToAll";
         nonNull(c, send, recv, ReduceOp.SUM);
         sameType(c, send, recv);
@@ -452,11 +479,15 @@ public final class CommunicatorImpl implements Communicator {
         boolean inPlace = Staging.inPlace(c, send, recv, block * size, 0);
         MemorySegment r = st.output(c, "recv", recv, block * size, inPlace);
         MemorySegment s = inPlace ? r : st.input(c, "send", send, block * size);
-        return submit(new LambdaOp(c, block * size, t, null, -1, x -> Collectives.allToAll(x, s, r, block)), st);
+        return submit(new LambdaOp(c, block * size, t, null, -1, x -> Collectives.allToAll(x, s, r, block)), st, blocking);
     }
 
     @Override
     public Work allToAllvAsync(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts, long[] recvDispls) {
+        return allToAllv0(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, false);
+    }
+
+    private Work allToAllv0(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts, long[] recvDispls, boolean blocking) {
         final String c = "allToAllv";
         nonNull(c, send, recv, ReduceOp.SUM);
         sameType(c, send, recv);
@@ -485,11 +516,15 @@ public final class CommunicatorImpl implements Communicator {
             total += x;
         }
         return submit(new LambdaOp(c, t.bytes(total), t, null, -1,
-                x -> Collectives.allToAllv(x, s, sc, sd, r, rc, rd, t.size())), st);
+                x -> Collectives.allToAllv(x, s, sc, sd, r, rc, rd, t.size())), st, blocking);
     }
 
     @Override
     public Work gatherAsync(Buffer send, Buffer recv, int root) {
+        return gather0(send, recv, root, false);
+    }
+
+    private Work gather0(Buffer send, Buffer recv, int root, boolean blocking) {
         final String c = "gather";
         Objects.requireNonNull(send, "send");
         checkRoot(c, root);
@@ -510,11 +545,15 @@ public final class CommunicatorImpl implements Communicator {
             s = st.input(c, "send", send, bytes);
         }
         MemorySegment rr = r;
-        return submit(new LambdaOp(c, bytes * size, t, null, root, x -> Collectives.gather(x, s, rr, bytes, root)), st);
+        return submit(new LambdaOp(c, bytes * size, t, null, root, x -> Collectives.gather(x, s, rr, bytes, root)), st, blocking);
     }
 
     @Override
     public Work scatterAsync(Buffer send, Buffer recv, int root) {
+        return scatter0(send, recv, root, false);
+    }
+
+    private Work scatter0(Buffer send, Buffer recv, int root, boolean blocking) {
         final String c = "scatter";
         Objects.requireNonNull(recv, "recv");
         checkRoot(c, root);
@@ -540,25 +579,29 @@ public final class CommunicatorImpl implements Communicator {
             r = st.output(c, "recv", recv, bytes, false);
         }
         MemorySegment ss = s;
-        return submit(new LambdaOp(c, bytes * size, t, null, root, x -> Collectives.scatter(x, ss, r, bytes, root)), st);
+        return submit(new LambdaOp(c, bytes * size, t, null, root, x -> Collectives.scatter(x, ss, r, bytes, root)), st, blocking);
     }
 
     @Override
     public Work barrierAsync() {
-        return submit(new LambdaOp("barrier", 0, null, null, -1, Collectives::barrier), null);
+        return barrier0(false);
+    }
+
+    private Work barrier0(boolean blocking) {
+        return submit(new LambdaOp("barrier", 0, null, null, -1, Collectives::barrier), null, blocking);
     }
 
     @Override
     public Work sendAsync(Buffer buf, int peer) {
-        return p2p(true, buf, peer);
+        return p2p(true, buf, peer, false);
     }
 
     @Override
     public Work recvAsync(Buffer buf, int peer) {
-        return p2p(false, buf, peer);
+        return p2p(false, buf, peer, false);
     }
 
-    private Work p2p(boolean isSend, Buffer buf, int peer) {
+    private Work p2p(boolean isSend, Buffer buf, int peer, boolean blocking) {
         String c = isSend ? "send" : "recv";
         Objects.requireNonNull(buf, "buf");
         if (peer < 0 || peer >= size) {
@@ -571,7 +614,7 @@ public final class CommunicatorImpl implements Communicator {
         long bytes = buf.byteSize();
         Staging st = staging();
         MemorySegment seg = isSend ? st.input(c, "buf", buf, bytes) : st.output(c, "buf", buf, bytes, false);
-        return submit(new P2pOp(isSend, peer, seg, buf.type()), st);
+        return submit(new P2pOp(isSend, peer, seg, buf.type()), st, blocking);
     }
 
     // ------------------------------------------------------------------------------------------ groups
@@ -847,14 +890,14 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     private void finished() {
-        synchronized (submitLock) {
-            pending--;
-        }
+        pending.decrementAndGet();
     }
 
     private void runOne(Op op) {
         ctx.begin(op);
-        recorder.started(op.seq);
+        if (!op.startedAtIssue) {
+            recorder.started(op.seq);
+        }
         CollectiveEvent ev = new CollectiveEvent();
         ev.begin();
         Throwable failure = null;
@@ -980,7 +1023,7 @@ public final class CommunicatorImpl implements Communicator {
      * algorithms see, without the per-operation submission.
      */
     Work submitRaw(String name, LambdaOp.Body body) {
-        return submit(new LambdaOp(name, 0, null, null, -1, body), null);
+        return submit(new LambdaOp(name, 0, null, null, -1, body), null, false);
     }
 
     private Staging staging() {
@@ -988,7 +1031,7 @@ public final class CommunicatorImpl implements Communicator {
         return new Staging(opThread, stagingPool);
     }
 
-    private Work submit(Op op, Staging st) {
+    private Work submit(Op op, Staging st, boolean blocking) {
         if (st != null) {
             op.finisher = st.finisher();
             op.releaser = st.releaser();
@@ -998,7 +1041,7 @@ public final class CommunicatorImpl implements Communicator {
             g.ops.add(op);
             return op.work;
         }
-        return enqueue(op, blockingCall.get() == Boolean.TRUE);
+        return enqueue(op, blocking);
     }
 
     /**
@@ -1015,10 +1058,11 @@ public final class CommunicatorImpl implements Communicator {
                     o.seq = op.seq;
                 }
             }
-            pending++;
+            inline = pending.incrementAndGet() == 1 && mayRunInline && Thread.currentThread() != opThread;
+            op.startedAtIssue = inline;
             recorder.issued(op.seq, op.name, op.bytes, op.type == null ? null : op.type.ncclName(),
-                    op.reduceOp == null ? null : op.reduceOp.ncclName(), op.rootOrPeer, transportOfOp(op));
-            inline = mayRunInline && pending == 1 && Thread.currentThread() != opThread;
+                    op.reduceOp == null ? null : op.reduceOp.ncclName(), op.rootOrPeer, transportOfOp(op),
+                    !inline || op.bytes > UNTIMED_INLINE_BYTES, inline);
             op.work.owner = this;
             if (!inline) {
                 queue.add(op);
@@ -1037,17 +1081,11 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     /**
-     * Runs a blocking public method: its submission may run inline; then waits for it. Inside a
-     * group the call is only recorded and returns at once (as in NCCL): the group's close() waits.
+     * Waits for the work of a blocking public method (submitted with {@code blocking}: it may have run
+     * inline). Inside a group the call is only recorded and returns at once (as in NCCL): the
+     * group's close() waits.
      */
-    private void blocking(Supplier<Work> call) {
-        Work w;
-        blockingCall.set(Boolean.TRUE);
-        try {
-            w = call.get();
-        } finally {
-            blockingCall.remove();
-        }
+    private void await(Work w) {
         if (openGroup.get() == null) {
             w.join();
         }
@@ -1057,77 +1095,77 @@ public final class CommunicatorImpl implements Communicator {
 
     @Override
     public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
-        blocking(() -> allReduceAsync(send, recv, op));
+        await(allReduce0(send, recv, op, true));
     }
 
     @Override
     public void allReduce(Buffer inOut, ReduceOp op) {
-        blocking(() -> allReduceAsync(inOut, inOut, op));
+        await(allReduce0(inOut, inOut, op, true));
     }
 
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        blocking(() -> allReduceAsync(send, recv, count, type, op));
+        await(allReduce0(Buffer.of(send, count, type), Buffer.of(recv, count, type), op, true));
     }
 
     @Override
     public void broadcast(Buffer send, Buffer recv, int root) {
-        blocking(() -> broadcastAsync(send, recv, root));
+        await(broadcast0(send, recv, root, true));
     }
 
     @Override
     public void broadcast(Buffer inOut, int root) {
-        blocking(() -> broadcastAsync(inOut, inOut, root));
+        await(broadcast0(inOut, inOut, root, true));
     }
 
     @Override
     public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
-        blocking(() -> reduceAsync(send, recv, op, root));
+        await(reduce0(send, recv, op, root, true));
     }
 
     @Override
     public void allGather(Buffer send, Buffer recv) {
-        blocking(() -> allGatherAsync(send, recv));
+        await(allGather0(send, recv, true));
     }
 
     @Override
     public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
-        blocking(() -> reduceScatterAsync(send, recv, op));
+        await(reduceScatter0(send, recv, op, true));
     }
 
     @Override
     public void allToAll(Buffer send, Buffer recv) {
-        blocking(() -> allToAllAsync(send, recv));
+        await(allToAll0(send, recv, true));
     }
 
     @Override
     public void allToAllv(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts, long[] recvDispls) {
-        blocking(() -> allToAllvAsync(send, sendCounts, sendDispls, recv, recvCounts, recvDispls));
+        await(allToAllv0(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, true));
     }
 
     @Override
     public void gather(Buffer send, Buffer recv, int root) {
-        blocking(() -> gatherAsync(send, recv, root));
+        await(gather0(send, recv, root, true));
     }
 
     @Override
     public void scatter(Buffer send, Buffer recv, int root) {
-        blocking(() -> scatterAsync(send, recv, root));
+        await(scatter0(send, recv, root, true));
     }
 
     @Override
     public void barrier() {
-        blocking(this::barrierAsync);
+        await(barrier0(true));
     }
 
     @Override
     public void send(Buffer buf, int peer) {
-        blocking(() -> sendAsync(buf, peer));
+        await(p2p(true, buf, peer, true));
     }
 
     @Override
     public void recv(Buffer buf, int peer) {
-        blocking(() -> recvAsync(buf, peer));
+        await(p2p(false, buf, peer, true));
     }
 
     private void ensureUsable() {

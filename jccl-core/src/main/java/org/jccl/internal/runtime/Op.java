@@ -17,6 +17,8 @@ abstract class Op {
     final WorkImpl work = new WorkImpl();
     /** Sequence number on its communicator, assigned when queued. */
     long seq;
+    /** Runs inline, on the issuing thread: recorded as running when issued (no separate start record). */
+    boolean startedAtIssue;
     /** Copies staged results back to heap memory; run on the operation thread before completion. */
     Runnable finisher;
     /** Returns pooled staging memory; run only after the operation succeeded (Staging.Pool). */

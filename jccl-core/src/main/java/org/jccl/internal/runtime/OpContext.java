@@ -39,6 +39,8 @@ public final class OpContext {
     private final Connection[] connections;
     private final List<Connection> open = new ArrayList<>();
     private Op current;
+    /** Whether the current operation's waits have read the clock (and so stamped it in the flight recorder). */
+    private boolean stamped;
     private Arena scratchArena;
     private final MemorySegment[] scratch = new MemorySegment[SCRATCH_SLOTS];
     /** Scratch slots: 0..3 for the algorithms of Collectives, 4..5 for the hierarchical ones around them. */
@@ -172,6 +174,7 @@ public final class OpContext {
 
     void begin(Op op) {
         current = op;
+        stamped = false;
         if (op == null && signing != 0) {
             signing = 0;
             stopSharedSigning();
@@ -420,6 +423,7 @@ public final class OpContext {
             long now = System.nanoTime();
             if (!timed) {
                 timed = true;
+                stamp(now);
                 start = now;
                 lastYield = now;
                 nextLiveness = now + 50_000_000L;
@@ -446,6 +450,14 @@ public final class OpContext {
                 java.util.concurrent.locks.LockSupport.parkNanos(park);
                 park = Math.min(1_000_000L, park * 2);
             }
+        }
+    }
+
+    /** The current operation's first clock read while waiting: its times in the flight recorder (FlightRecorder's class comment). */
+    private void stamp(long now) {
+        if (!stamped && current != null) {
+            stamped = true;
+            comm.flightRecorder().stamp(current.seq, now);
         }
     }
 
@@ -564,6 +576,7 @@ public final class OpContext {
         long now = System.nanoTime();
         if (idle++ == 0) {
             idleSince = now;
+            stamp(now);
         }
         long waited = now - idleSince;
         if (waited < spinNanos) {

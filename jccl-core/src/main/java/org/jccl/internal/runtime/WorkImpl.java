@@ -1,7 +1,6 @@
 package org.jccl.internal.runtime;
 
 import java.time.Duration;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.jccl.ErrorCode;
 import org.jccl.JcclException;
@@ -12,53 +11,90 @@ import org.jccl.Work;
  * an abort); any thread may wait on it.
  */
 final class WorkImpl implements Work {
-    private final CountDownLatch latch = new CountDownLatch(1);
     private volatile JcclException failure;
     private volatile boolean done;
+    /**
+     * Threads blocked in {@link #join} (changed under this object's monitor). With {@link #done} it
+     * forms a store-then-load pair on each side: complete() writes done and then reads waiters, a
+     * waiter counts itself and then reads done, so one of the two always sees the other and no
+     * wake-up is lost. An operation that completes before anyone waits (the inline case) costs a
+     * volatile store and load: no latch object, no lock.
+     */
+    private volatile int waiters;
     /** The communicator that queued this operation, whose queue a waiting thread may help run; or null. */
     volatile CommunicatorImpl owner;
 
     void complete() {
         done = true;
-        latch.countDown();
+        wakeWaiters();
     }
 
     void fail(JcclException e) {
         failure = e;
         done = true;
-        latch.countDown();
+        wakeWaiters();
+    }
+
+    private void wakeWaiters() {
+        if (waiters != 0) {
+            synchronized (this) {
+                notifyAll();
+            }
+        }
     }
 
     @Override
     public void join() {
-        CommunicatorImpl c = owner;
-        if (c != null && !done) {
-            c.help(this);
-        }
-        boolean interrupted = false;
-        while (true) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
+        if (!done) {
+            CommunicatorImpl c = owner;
+            if (c != null) {
+                c.help(this);
             }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
+            boolean interrupted = false;
+            synchronized (this) {
+                waiters++;
+                try {
+                    while (!done) {
+                        try {
+                            wait();
+                        } catch (InterruptedException e) {
+                            interrupted = true;
+                        }
+                    }
+                } finally {
+                    waiters--;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
         rethrow();
     }
 
     @Override
     public boolean join(Duration timeout) {
-        try {
-            if (!latch.await(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS)) {
-                return false;
+        if (!done) {
+            long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
+            synchronized (this) {
+                waiters++;
+                try {
+                    while (!done) {
+                        long left = deadline - System.nanoTime();
+                        if (left <= 0) {
+                            return false;
+                        }
+                        try {
+                            TimeUnit.NANOSECONDS.timedWait(this, left);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new JcclException(ErrorCode.ABORTED, "interrupted while waiting for a jccl operation", e);
+                        }
+                    }
+                } finally {
+                    waiters--;
+                }
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new JcclException(ErrorCode.ABORTED, "interrupted while waiting for a jccl operation", e);
         }
         rethrow();
         return true;
