@@ -21,8 +21,12 @@ final class WorkImpl implements Work {
      * volatile store and load: no latch object, no lock.
      */
     private volatile int waiters;
-    /** The communicator that queued this operation, whose queue a waiting thread may help run; or null. */
-    volatile CommunicatorImpl owner;
+    /**
+     * The communicator that queued this operation, whose queue a waiting thread may help run; or
+     * null. Set before the operation is published (queued or returned); a plain field, as a thread
+     * that reads it stale only skips helping.
+     */
+    CommunicatorImpl owner;
 
     void complete() {
         done = true;
