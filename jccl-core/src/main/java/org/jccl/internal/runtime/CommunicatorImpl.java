@@ -1058,7 +1058,11 @@ public final class CommunicatorImpl implements Communicator {
                     o.seq = op.seq;
                 }
             }
-            inline = pending.incrementAndGet() == 1 && mayRunInline && Thread.currentThread() != opThread;
+            // The execution lock is taken here, under the submission lock, and only tried: were it taken after
+            // leaving this block, an operation issued next by another thread could be taken by the operation
+            // thread and run first. With nothing else pending it is free (runners release it before counting
+            // their operation finished), except while the operation thread closes: then the call queues.
+            inline = pending.incrementAndGet() == 1 && mayRunInline && Thread.currentThread() != opThread && execLock.tryLock();
             op.startedAtIssue = inline;
             recorder.issued(op.seq, op.name, op.bytes, op.type == null ? null : op.type.ncclName(),
                     op.reduceOp == null ? null : op.reduceOp.ncclName(), op.rootOrPeer, transportOfOp(op),
@@ -1069,7 +1073,6 @@ public final class CommunicatorImpl implements Communicator {
             }
         }
         if (inline) {
-            execLock.lock();
             try {
                 execute(op);
             } finally {
