@@ -1,5 +1,7 @@
 package org.jccl.internal.runtime;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.jccl.ErrorCode;
@@ -11,16 +13,27 @@ import org.jccl.Work;
  * an abort); any thread may wait on it.
  */
 final class WorkImpl implements Work {
+    private static final VarHandle WAIT_LOCK;
+
+    static {
+        try {
+            WAIT_LOCK = MethodHandles.lookup().findVarHandle(WorkImpl.class, "waitLock", Object.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private volatile JcclException failure;
     private volatile boolean done;
     /**
-     * Threads blocked in {@link #join} (changed under this object's monitor). With {@link #done} it
-     * forms a store-then-load pair on each side: complete() writes done and then reads waiters, a
-     * waiter counts itself and then reads done, so one of the two always sees the other and no
+     * The monitor blocked joiners wait on, installed by the first of them (private: a caller that
+     * synchronizes on its Work handle cannot delay the thread completing it). With {@link #done} it
+     * forms a store-then-load pair on each side: complete() writes done and then reads this field,
+     * a joiner installs it and then reads done, so one of the two always sees the other and no
      * wake-up is lost. An operation that completes before anyone waits (the inline case) costs a
-     * volatile store and load: no latch object, no lock.
+     * volatile store and load: no latch, no lock, no allocation.
      */
-    private volatile int waiters;
+    private volatile Object waitLock;
     /**
      * The communicator that queued this operation, whose queue a waiting thread may help run; or
      * null. Set before the operation is published (queued or returned); a plain field, as a thread
@@ -40,11 +53,21 @@ final class WorkImpl implements Work {
     }
 
     private void wakeWaiters() {
-        if (waiters != 0) {
-            synchronized (this) {
-                notifyAll();
+        Object lock = waitLock;
+        if (lock != null) {
+            synchronized (lock) {
+                lock.notifyAll();
             }
         }
+    }
+
+    private Object waitLock() {
+        Object lock = waitLock;
+        if (lock == null) {
+            Object mine = new Object();
+            lock = WAIT_LOCK.compareAndSet(this, null, mine) ? mine : waitLock;
+        }
+        return lock;
     }
 
     @Override
@@ -55,18 +78,14 @@ final class WorkImpl implements Work {
                 c.help(this);
             }
             boolean interrupted = false;
-            synchronized (this) {
-                waiters++;
-                try {
-                    while (!done) {
-                        try {
-                            wait();
-                        } catch (InterruptedException e) {
-                            interrupted = true;
-                        }
+            Object lock = waitLock();
+            synchronized (lock) {
+                while (!done) {
+                    try {
+                        lock.wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
                     }
-                } finally {
-                    waiters--;
                 }
             }
             if (interrupted) {
@@ -80,23 +99,19 @@ final class WorkImpl implements Work {
     public boolean join(Duration timeout) {
         if (!done) {
             long deadline = System.nanoTime() + Math.max(0, timeout.toNanos());
-            synchronized (this) {
-                waiters++;
-                try {
-                    while (!done) {
-                        long left = deadline - System.nanoTime();
-                        if (left <= 0) {
-                            return false;
-                        }
-                        try {
-                            TimeUnit.NANOSECONDS.timedWait(this, left);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new JcclException(ErrorCode.ABORTED, "interrupted while waiting for a jccl operation", e);
-                        }
+            Object lock = waitLock();
+            synchronized (lock) {
+                while (!done) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
                     }
-                } finally {
-                    waiters--;
+                    try {
+                        TimeUnit.NANOSECONDS.timedWait(lock, left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new JcclException(ErrorCode.ABORTED, "interrupted while waiting for a jccl operation", e);
+                    }
                 }
             }
         }
