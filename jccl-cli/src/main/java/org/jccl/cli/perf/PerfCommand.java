@@ -156,8 +156,14 @@ public final class PerfCommand implements Callable<Integer> {
                             + dev.ngpus() + " is not supported yet: use -np P (one GPU per rank) or -g N (N GPUs, one process)");
                 }
                 String problem = GpuPerfRunner.environmentProblem(dev);
-                if (problem == null) {
+                if (problem == null && np > 1) {
+                    // Every rank gets this environment, so each needs its own GPU among those it sees (GpuMapping's rule).
                     problem = GpuPerfRunner.tooFewGpus(np, "-np " + np + " (one GPU per rank)");
+                    if (problem != null) {
+                        problem += ": every rank of -np gets this environment, so each needs its own GPU among the visible ones;"
+                                + " to give each rank one GPU of its own, run jccl run -np " + np + " -- sh -c"
+                                + " 'CUDA_VISIBLE_DEVICES=$JCCL_LOCAL_RANK exec bin/jccl perf ...', or make " + np + " GPUs visible";
+                    }
                 }
                 if (problem != null) {
                     err.println("jccl perf: " + problem);
