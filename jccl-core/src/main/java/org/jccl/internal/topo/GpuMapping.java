@@ -311,7 +311,8 @@ public final class GpuMapping {
 
         /** "rank 1 (host a, pid 77, local rank 1) as CUDA device 0 (CUDA_VISIBLE_DEVICES=2; the only GPU this process sees)". */
         String describe() {
-            return "rank " + rank + " (host " + host + ", pid " + pid + (localRank >= 0 ? ", local rank " + localRank : "") + ") as CUDA"
+            return "rank " + rank + " (host " + host + (pid > 0 ? ", pid " + pid : "") + (localRank >= 0 ? ", local rank " + localRank : "")
+                    + ") as CUDA"
                     + " device " + device.ordinal() + " (" + cvdText(cvd) + "; " + why + ")";
         }
 
