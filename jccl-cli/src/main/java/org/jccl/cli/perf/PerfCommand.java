@@ -122,6 +122,10 @@ public final class PerfCommand implements Callable<Integer> {
                     + " rank, the GPU numbered by its local rank)")
     Integer np;
 
+    @Option(names = "--bind-to", paramLabel = "WHAT", defaultValue = "auto",
+            description = "with -np: where the ranks may run. " + org.jccl.cli.run.RunCommand.BIND_TO_HELP)
+    String bindTo;
+
     @Option(names = {"-g", "--ngpus"}, paramLabel = "N",
             description = "GPUs driven by this process, one thread each, rank i on GPU i (nccl-tests' -g); implies"
                     + " --device cuda (default: CPU mode)")
@@ -177,7 +181,8 @@ public final class PerfCommand implements Callable<Integer> {
             // Only rank 0 prints to stdout; dropping the launcher's "[0] " prefix there keeps the
             // report in nccl-tests' layout. stderr keeps every prefix: there the rank matters.
             try (PrintStream report = new PrintStream(new RankZeroOutput(System.out), true, StandardCharsets.UTF_8)) {
-                return LocalLauncher.launch(np, command, Map.of(), report, System.err);
+                return LocalLauncher.launch(np, command, Map.of(), report, System.err, null,
+                        org.jccl.cli.run.RunCommand.parseBinding(spec.commandLine(), bindTo));
             }
         }
         Config config = Config.fromEnvironment();
@@ -248,7 +253,7 @@ public final class PerfCommand implements Callable<Integer> {
             args.addAll(p.originalStringValues());
         }
         for (OptionSpec o : pr.matchedOptions()) {
-            if (o.longestName().equals("-np") || o.usageHelp()) {
+            if (o.longestName().equals("-np") || o.longestName().equals("--bind-to") || o.usageHelp()) {
                 continue;
             }
             for (String v : o.originalStringValues()) {
