@@ -342,7 +342,7 @@ public final class CudaDriver {
     }
 
     /** {@code prefix} + the 16 bytes as 8-4-4-4-12 hex digits. */
-    static String formatUuid(String prefix, byte[] b) {
+    public static String formatUuid(String prefix, byte[] b) {
         StringBuilder sb = new StringBuilder(prefix);
         for (int i = 0; i < 16; i++) {
             if (i == 4 || i == 6 || i == 8 || i == 10) {
