@@ -28,7 +28,8 @@
 #   scripts/gpu-launch-check.sh mapping perf       (one call, under 10 minutes)
 #
 # Environment (all optional): OUT (default /tmp/gpu-launch-out), NGPUS (default: all), BUDGET seconds
-# (default 570), ROUNDS perf rounds (default 2: default, none, nccl, none, default), MAXBYTES (default 1G).
+# (default 570), ROUNDS perf rounds (default 2: default, none, nccl, none, default), MAXBYTES (default 1G),
+# JRE (a Java 25 home to use instead of unpacking $DEV/jre25.tar.xz into /tmp/jre25).
 set -u
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -59,11 +60,12 @@ if [ "$dry" = 1 ]; then
     NGPUS=${NGPUS:-4}
 else
     [ -f "$DEV/jre25.tar.xz" ] || { echo "gpu-launch-check: $DEV/jre25.tar.xz is missing: run scripts/gpu-prep.sh and carry $DEV" >&2; exit 2; }
-    [ -x /tmp/jre25/bin/java ] || tar -xJf "$DEV/jre25.tar.xz" -C /tmp || { echo "gpu-launch-check: cannot unpack the JRE" >&2; exit 2; }
-    JAVA=/tmp/jre25/bin/java
+    JRE=${JRE:-/tmp/jre25}
+    [ -x "$JRE/bin/java" ] || tar -xJf "$DEV/jre25.tar.xz" -C /tmp || { echo "gpu-launch-check: cannot unpack the JRE" >&2; exit 2; }
+    JAVA=$JRE/bin/java
     NGPUS=${NGPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')}
 fi
-export JAVA_HOME=/tmp/jre25 PATH=/tmp/jre25/bin:$PATH
+export JAVA_HOME=${JRE:-/tmp/jre25} PATH=${JRE:-/tmp/jre25}/bin:$PATH
 # NVLink multicast (NVLS) is forbidden on these machines.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 # nvidia-smi numbers GPUs in PCI order; make CUDA do the same so "GPU r" means one thing here.
@@ -249,7 +251,9 @@ phase_mapping() {
         bad=""
         [ "$(echo "$status" | head -n 1)" = "$want" ] || bad+="status $(echo "$status" | head -n 1), want $want; "
         local t
-        for t in "$@"; do echo "$status" | tr 'A-F' 'a-f' | grep -qF -- "$t" || bad+="missing '$t'; "; done
+        for t in "$@"; do
+            echo "$status" | tr 'A-Z' 'a-z' | grep -qF -- "$(echo "$t" | tr 'A-Z' 'a-z')" || bad+="missing '$t'; "
+        done
         [ "$dry" = 1 ] && bad=""
         check "doctor: $name" "$([ -z "$bad" ]; echo $?)" "$bad"
     }
@@ -269,7 +273,7 @@ phase_mapping() {
     doctor_json --cuda-visible-devices-per-rank "$LAST:$LAST" --json
     doctor_check "two ranks on one GPU" FAIL "ranks 0 and 1 are on one gpu of host" "0000:${BUS[LAST]}, ${UUID[LAST]}"
     echo "## jccl run -np $n -- sh -c 'CUDA_VISIBLE_DEVICES=\$JCCL_LOCAL_RANK exec jccl doctor --json'" >> "$LOG"
-    run_limited 90 "$tmp/inrank" "${JCCL[@]}" run -np "$n" --timeout 80 -- sh -c "export CUDA_VISIBLE_DEVICES=\$JCCL_LOCAL_RANK; exec $JCCL_SH doctor --json > /tmp/doctor-rank\$JCCL_LOCAL_RANK.json; true"
+    run_limited 90 "$tmp/inrank" "${JCCL[@]}" run -np "$n" --timeout 80 -- sh -c "export CUDA_VISIBLE_DEVICES=\$JCCL_LOCAL_RANK; $JCCL_SH doctor --json > /tmp/doctor-rank\$JCCL_LOCAL_RANK.json; true"
     cat "$tmp/inrank" >> "$LOG"
     for r in $(seq 0 $LAST); do
         cp "/tmp/doctor-rank$r.json" "$dj" 2>/dev/null || echo '{"checks":[]}' > "$dj"

@@ -197,8 +197,7 @@ public final class GpuMapping {
         if (localRank >= n) {
             return error(who + " has no GPU of its own: it sees " + seen + ", and local rank r takes CUDA device r. Fix: " + fixes);
         }
-        return ok(visible.get(localRank), Reason.LOCAL_RANK, "by local rank " + localRank
-                + (localSize > 0 ? " of " + localSize : "") + " (CUDA device r for local rank r)");
+        return ok(visible.get(localRank), Reason.LOCAL_RANK, "by local rank " + localRank + (localSize > 0 ? " of " + localSize : ""));
     }
 
     private static Result ok(Device d, Reason r, String why) {
