@@ -286,4 +286,41 @@ class GpuMappingTest {
         assertHas(GpuMapping.conflicts(List.of(claim(0, "h", "n", "", "GPU-ABC", "0", "x"), claim(1, "h", "n", "", "gpu-abc", "0", "x"))),
                 "ranks 0 and 1");
     }
+
+    /**
+     * The exchange as GPU creation runs it, over a real host communicator (ranks as threads, no GPU):
+     * each rank encodes its claim, one all-gather, each decodes and judges the same table, so every
+     * rank raises the same message; the host identity and local place come from the peer table.
+     */
+    @Test
+    void everyRankJudgesTheSameGatheredTable() throws Exception {
+        List<org.jccl.Communicator> comms = org.jccl.Jccl.initLocal(3);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(3);
+        try {
+            List<java.util.concurrent.Future<String>> verdicts = new ArrayList<>();
+            for (org.jccl.Communicator c : comms) {
+                verdicts.add(pool.submit(() -> {
+                    org.jccl.internal.runtime.HostPeers.Layout l = org.jccl.internal.runtime.HostPeers.of(c);
+                    assertEquals(c.rank(), l.localRank());
+                    assertEquals(3, l.localSize());
+                    // Ranks 0 and 2 on the GPU at 0000:13:00.0, rank 1 on 0000:14:00.0.
+                    String bus = c.rank() == 1 ? "0000:14:00.0" : "0000:13:00.0";
+                    Claim mine = Claim.of(c.rank(), l.hostHash(), l.host(), ProcessHandle.current().pid(), l.localRank(),
+                            new Device(0, bus, "GPU-" + bus.substring(5, 7)), "2", "the only GPU this process sees");
+                    byte[] all = new byte[3 * Claim.BYTES];
+                    c.allGather(org.jccl.Buffer.of(mine.encode()), org.jccl.Buffer.of(all));
+                    return GpuMapping.conflicts(Claim.decodeAll(all, 3));
+                }));
+            }
+            String first = verdicts.get(0).get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertHas(first, "ranks 0 and 2 are on one GPU of host", "0000:13:00.0, GPU-13", "rank 0 (host", "rank 2 (host",
+                    "as CUDA device 0 (CUDA_VISIBLE_DEVICES=2; the only GPU this process sees)");
+            for (java.util.concurrent.Future<String> f : verdicts) {
+                assertEquals(first, f.get(60, java.util.concurrent.TimeUnit.SECONDS), "every rank raises the same message");
+            }
+        } finally {
+            pool.shutdownNow();
+            comms.forEach(org.jccl.Communicator::close);
+        }
+    }
 }
