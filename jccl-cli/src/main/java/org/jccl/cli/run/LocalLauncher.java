@@ -208,7 +208,7 @@ public final class LocalLauncher {
                 String cvd = rankEnv.getOrDefault("CUDA_VISIBLE_DEVICES", "");
                 GpuProbe probe = cvd.contains("GPU-") || cvd.contains("MIG-") || rankEnv.getOrDefault(GpuMapping.SETTING, "").contains("-")
                         ? Nvml.probe() : GpuProbe.absent("not needed: no UUID in CUDA_VISIBLE_DEVICES or JCCL_CUDA_DEVICE");
-                topo = new SysfsDiscovery(Path.of("/"), rankEnv, FsStats.SYSTEM, probe, "/dev/shm").discover();
+                topo = new SysfsDiscovery(Path.of("/"), rankEnv, FsStats.SYSTEM, probe, "/dev/shm").placement();
             } catch (RuntimeException e) {
                 topo = null; // bound as CPU ranks on one node; the plan says so
             }

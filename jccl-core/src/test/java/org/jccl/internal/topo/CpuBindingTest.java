@@ -54,6 +54,17 @@ class CpuBindingTest {
     }
 
     @Test
+    void theLaunchersLightDiscoverySeesTheSameNodesAndGpus() {
+        Path root = FixtureTree.expand("dgx8", dir);
+        SysfsDiscovery d = new SysfsDiscovery(root, Map.of(), FsStats.fixed(1L << 40, 1L << 40), GpuProbe.absent("-"), "/dev/shm");
+        Topology full = d.discover();
+        Topology light = d.placement();
+        assertEquals(full.numaNodes(), light.numaNodes());
+        assertEquals(full.gpus(), light.gpus());
+        assertEquals(CpuBinding.plan(Mode.AUTO, full, Map.of(), 8, ALL), CpuBinding.plan(Mode.AUTO, light, Map.of(), 8, ALL));
+    }
+
+    @Test
     void theLaunchersOwnCpusetLimitsEveryNode() {
         Topology t = Fixtures.discover("dgx8", dir);
         List<Plan> plans = CpuBinding.plan(Mode.AUTO, t, Map.of(), 8, CpuBinding.parse("0-7,60-63"));
