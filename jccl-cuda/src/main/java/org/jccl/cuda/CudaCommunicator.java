@@ -19,11 +19,11 @@ import org.jccl.cuda.internal.DeviceArgs;
 import org.jccl.cuda.internal.Exchange;
 import org.jccl.cuda.internal.InProcessExchange;
 import org.jccl.cuda.internal.IpcExchange;
-import org.jccl.internal.topo.GpuMapping;
 import org.jccl.cuda.internal.KernelArgs;
 import org.jccl.cuda.internal.Kernels;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.topo.GpuMapping;
 
 /**
  * jccl's GPU communicator: collectives between GPUs of one host through peer-mapped memory

@@ -119,7 +119,7 @@ public final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "-np", paramLabel = "N",
             description = "start N ranks on this host, each running this command without -np (on GPUs: one GPU per"
-                    + " rank, the GPU numbered by its local rank)")
+                    + " rank, the GPU numbered by its local rank; see --bind-to)")
     Integer np;
 
     @Option(names = "--bind-to", paramLabel = "WHAT", defaultValue = "auto",
@@ -132,8 +132,9 @@ public final class PerfCommand implements Callable<Integer> {
     Integer ngpus;
 
     @Option(names = "--device", paramLabel = "cpu|cuda",
-            description = "cpu: host memory; cuda: GPU memory, one GPU per process unless -g says more, the GPU of a"
-                    + " launched rank being its local rank (default: cpu, or cuda with -g or --backend nccl)")
+            description = "cpu: host memory; cuda: GPU memory, one GPU per process unless -g says more; a launched rank"
+                    + " drives JCCL_CUDA_DEVICE if set, else the only GPU it sees, else GPU number local rank"
+                    + " (default: cpu, or cuda with -g or --backend nccl)")
     String device;
 
     @Option(names = "--backend", paramLabel = "jccl|nccl",
