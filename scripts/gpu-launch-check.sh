@@ -24,8 +24,10 @@
 #            FAILs a size where default is slower by more than 10% + 3 us.
 # Always: $OUT/env.txt (machine, GPUs, NUMA, bundle) and $OUT/summary.txt (printed last). At most 6 files.
 #
-# Suggested call on 4x H200 (NCCL_NVLS_ENABLE=0 is exported here):
-#   scripts/gpu-launch-check.sh mapping perf       (one call, under 10 minutes)
+# Suggested calls on 4x H200 (NCCL_NVLS_ENABLE=0 is exported here), one phase per call so that each
+# fits the 10-minute limit (OUT differs per call only if you want both sets of files back):
+#   scripts/gpu-launch-check.sh mapping
+#   scripts/gpu-launch-check.sh perf
 #
 # Environment (all optional): OUT (default /tmp/gpu-launch-out), NGPUS (default: all), BUDGET seconds
 # (default 570), ROUNDS perf rounds (default 2: default, none, nccl, none, default), MAXBYTES (default 1G),
