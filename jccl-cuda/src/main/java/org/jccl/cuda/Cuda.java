@@ -2,7 +2,12 @@ package org.jccl.cuda;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.jccl.Communicator;
+import org.jccl.Config;
 import org.jccl.cuda.internal.CudaDriver;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.runtime.HostPeers;
+import org.jccl.internal.topo.GpuMapping;
 
 /**
  * Entry point to the GPUs of this process, through the CUDA driver ({@code libcuda.so.1}, loaded
@@ -61,21 +66,76 @@ public final class Cuda {
 
     /**
      * The GPU of a process whose local rank (its index among the job's processes on this host) is
-     * {@code localRank}: GPU {@code localRank} of those CUDA_VISIBLE_DEVICES leaves visible. The
-     * choice is logged; more local ranks than visible GPUs is an error that names both numbers,
-     * never a silent sharing of one GPU.
+     * {@code localRank}, by jccl's rule ({@link GpuMapping}) with the number of ranks on the host
+     * unknown: {@code JCCL_CUDA_DEVICE} when set, else the only visible GPU, else GPU {@code localRank}
+     * of those CUDA_VISIBLE_DEVICES leaves visible. A local rank without a GPU of its own is an error
+     * that names the rank, the GPUs and the fixes, never a silent sharing of one GPU.
      */
     public static CudaDevice deviceForLocalRank(int localRank) {
-        int n = deviceCount();
-        if (localRank < 0 || localRank >= n) {
-            throw new org.jccl.InvalidUsageException("local rank " + localRank + " has no GPU of its own: " + n
-                    + " GPU(s) are visible" + visibleNote() + "; start at most " + n + " ranks per host, or give each process"
-                    + " its own CUDA_VISIBLE_DEVICES");
-        }
-        CudaDevice d = device(localRank);
-        org.jccl.internal.log.Log.info(org.jccl.internal.log.Log.Subsys.INIT, localRank, "local rank " + localRank + " -> " + d
-                + " " + d.uuid() + visibleNote());
+        return deviceFor(localRank, -1, Config.fromEnvironment());
+    }
+
+    /**
+     * The GPU of local rank {@code localRank} of {@code localSize} (-1: unknown) by jccl's rule
+     * ({@link GpuMapping}): {@code JCCL_CUDA_DEVICE} of {@code config} when set; else the only GPU this
+     * process sees; else, when it sees at least {@code localSize} GPUs, GPU {@code localRank} of them.
+     *
+     * @throws org.jccl.InvalidUsageException when the rule gives none, naming local rank, local size,
+     *         the visible GPUs, CUDA_VISIBLE_DEVICES and the fixes
+     */
+    public static CudaDevice deviceFor(int localRank, int localSize, Config config) {
+        GpuMapping.Choice c = select(localRank, localSize, config).orThrow();
+        CudaDevice d = device(c.device().ordinal());
+        d.chosenBecause(c.why());
         return d;
+    }
+
+    /**
+     * The GPU this rank of {@code host} drives, by jccl's rule ({@link GpuMapping}), with its local
+     * rank from the launcher (JCCL_LOCAL_RANK, LOCAL_RANK, ...; else its place among the ranks of
+     * its host in {@code host}) and the number of ranks of its host from {@code host}'s peer table
+     * (host identities, so JCCL_HOSTID counts). This is what {@code jccl perf --device cuda} uses.
+     */
+    public static CudaDevice deviceFor(Communicator host) {
+        return deviceFor(host, Config.fromEnvironment());
+    }
+
+    /** {@link #deviceFor(Communicator)} with {@code JCCL_CUDA_DEVICE} and the launcher's local rank from {@code config}. */
+    public static CudaDevice deviceFor(Communicator host, Config config) {
+        int[] place = localPlace(host, config);
+        return deviceFor(place[0], place[1], config);
+    }
+
+    /** The rule's answer for this process, without throwing: the choice, or the error with its fixes. */
+    public static GpuMapping.Result select(int localRank, int localSize, Config config) {
+        List<GpuMapping.Device> visible = new ArrayList<>();
+        for (CudaDevice d : devices()) {
+            visible.add(d.mappingDevice());
+        }
+        return GpuMapping.choose(visible, Settings.CUDA_DEVICE.getString(config), localRank, localSize,
+                System.getenv("CUDA_VISIBLE_DEVICES"));
+    }
+
+    /** {@link #select(int, int, Config)} for the rank of {@code host}, placed as {@link #deviceFor(Communicator, Config)} places it. */
+    public static GpuMapping.Result select(Communicator host, Config config) {
+        int[] place = localPlace(host, config);
+        return select(place[0], place[1], config);
+    }
+
+    /**
+     * {local rank, local size} of {@code host}'s rank: the launcher's local rank when it gave one,
+     * else the rank's place among the ranks of its host identity; the size from the peer table (-1
+     * when the launcher's local rank does not fit it, as when JCCL_HOSTID splits one machine).
+     */
+    static int[] localPlace(Communicator host, Config config) {
+        HostPeers.Layout l = HostPeers.of(host);
+        int launcher = config.launch().map(Config.Launch::localRank).orElse(-1);
+        int local = launcher >= 0 ? launcher : l.localRank();
+        int size = l.localSize();
+        if (size > 0 && local >= size) {
+            size = -1;
+        }
+        return new int[] {local, size};
     }
 
     static String visibleNote() {

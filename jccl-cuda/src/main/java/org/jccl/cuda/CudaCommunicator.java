@@ -23,6 +23,7 @@ import org.jccl.cuda.internal.KernelArgs;
 import org.jccl.cuda.internal.Kernels;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.topo.GpuMapping;
 
 /**
  * jccl's GPU communicator: collectives between GPUs of one host through peer-mapped memory
@@ -297,8 +298,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     /**
      * Collective over {@code host}: each rank of the host communicator brings one GPU; ranks are
-     * usually separate processes (jccl run, torchrun, mpirun). Two ranks on one host naming the
-     * same GPU is an error.
+     * usually separate processes (jccl run, torchrun, mpirun); {@link Cuda#deviceFor(Communicator)}
+     * picks each rank's GPU by jccl's rule. First, before any memory is exchanged, every rank
+     * publishes its GPU and host identity in one all-gather: two ranks of one host on one GPU fail on
+     * every rank, naming both ranks, the GPU and each rank's CUDA_VISIBLE_DEVICES.
      */
     public static CudaCommunicator create(Communicator host, CudaDevice device) {
         return create(host, device, Config.fromEnvironment());
@@ -314,17 +317,16 @@ public final class CudaCommunicator implements DeviceCommunicator {
         Communicator own = host.dup();
         try {
             device.makeCurrent();
+            // Before any memory is allocated or mapped: every rank's GPU and host identity in one all-gather; two ranks of one
+            // host on one GPU fail here, on every rank alike.
+            List<GpuMapping.Claim> claims = GpuClaims.exchange(own, device, config, "CudaCommunicator.create");
             // Every rank must take the same path: agree on one host and on peer access first.
             String why = Settings.CUDA_P2P_DISABLE.getBool(config) ? "JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) is set" : null;
-            byte[] hostName = new byte[64];
-            byte[] hn = Log.host().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            System.arraycopy(hn, 0, hostName, 0, Math.min(hn.length, 63));
-            byte[] hosts = new byte[64 * n];
-            own.allGather(org.jccl.Buffer.of(hostName), org.jccl.Buffer.of(hosts));
             for (int q = 0; q < n && why == null; q++) {
-                if (!java.util.Arrays.equals(hosts, q * 64, q * 64 + 64, hostName, 0, 64)) {
-                    why = "rank " + q + " runs on another host (" + new String(hosts, q * 64, 64,
-                            java.nio.charset.StandardCharsets.UTF_8).trim() + "); GPUDirect RDMA between hosts is not built yet";
+                if (!claims.get(q).hostKey().equals(claims.get(rank).hostKey())) {
+                    why = "rank " + q + " runs on another host (" + claims.get(q).host() + (claims.get(q).host().equals(
+                            claims.get(rank).host()) ? ", another host identity by JCCL_HOSTID" : "") + "); GPUDirect RDMA between"
+                            + " hosts is not built yet";
                 }
             }
             int[] disabled = {why == null ? 0 : 1};

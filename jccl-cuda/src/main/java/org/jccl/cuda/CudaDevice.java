@@ -18,6 +18,8 @@ public final class CudaDevice {
     private final int ccMajor;
     private final int ccMinor;
     private volatile MemorySegment context;
+    /** Why this process drives this GPU, when {@link Cuda#deviceFor} chose it (for the INIT line and the claims table). */
+    private volatile String chosenBecause;
 
     CudaDevice(int ordinal) {
         this.ordinal = ordinal;
@@ -28,6 +30,22 @@ public final class CudaDevice {
         this.smCount = CudaDriver.deviceAttribute(handle, CudaDriver.ATTR_MULTIPROCESSOR_COUNT);
         this.ccMajor = CudaDriver.deviceAttribute(handle, CudaDriver.ATTR_COMPUTE_CAPABILITY_MAJOR);
         this.ccMinor = CudaDriver.deviceAttribute(handle, CudaDriver.ATTR_COMPUTE_CAPABILITY_MINOR);
+    }
+
+    /** Records why jccl's rule chose this GPU ({@link Cuda#deviceFor}). */
+    void chosenBecause(String why) {
+        chosenBecause = why;
+    }
+
+    /** Why jccl's rule chose this GPU, or "given by the program" when it was passed in without the rule. */
+    String chosenBecause() {
+        String w = chosenBecause;
+        return w == null ? "given by the program" : w;
+    }
+
+    /** This GPU as {@link org.jccl.internal.topo.GpuMapping} sees it. */
+    org.jccl.internal.topo.GpuMapping.Device mappingDevice() {
+        return new org.jccl.internal.topo.GpuMapping.Device(ordinal, pciBusId, uuid);
     }
 
     /** CUDA ordinal (among visible GPUs). */
@@ -45,7 +63,7 @@ public final class CudaDevice {
         return pciBusId;
     }
 
-    /** The GPU's UUID as nvidia-smi prints it. */
+    /** The GPU's UUID as nvidia-smi -L prints it: {@code GPU-...}, or {@code MIG-...} for a MIG instance. */
     public String uuid() {
         return uuid;
     }

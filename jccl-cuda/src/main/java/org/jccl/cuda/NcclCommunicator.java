@@ -107,7 +107,8 @@ public final class NcclCommunicator implements DeviceCommunicator {
      * Collective over {@code host}: rank 0 makes the ncclUniqueId and broadcasts it over the host
      * communicator, then every rank calls ncclCommInitRank(host.size(), id, host.rank()) on
      * {@code device}. Every rank of {@code host} must call this; a rank that cannot use NCCL makes
-     * every rank fail (after one host all-reduce) rather than leave the others waiting.
+     * every rank fail (after one host all-reduce) rather than leave the others waiting, and so do two
+     * ranks of one host on one GPU (one all-gather of every rank's GPU before NCCL starts).
      */
     public static NcclCommunicator create(Communicator host, CudaDevice device) {
         Objects.requireNonNull(host, "host");
@@ -130,6 +131,8 @@ public final class NcclCommunicator implements DeviceCommunicator {
             throw new CudaException("NcclCommunicator.create: rank " + rank + " can use NCCL, but another rank cannot (see"
                     + " its error); no communicator was made");
         }
+        // Two ranks of one host on one GPU: NCCL would fail late ("Duplicate GPU detected") or hang; refused here on every rank.
+        GpuClaims.exchange(host, device, org.jccl.Config.fromEnvironment(), "NcclCommunicator.create");
         // One status byte, then the 128-byte ncclUniqueId.
         byte[] msg = new byte[1 + Nccl.UNIQUE_ID_BYTES];
         CudaException idFailure = null;

@@ -36,7 +36,8 @@ import org.jccl.cuda.DeviceCommunicator;
  * <li>no launcher environment: this process is the whole job, N ranks on GPUs 0..N-1 (-g N, or
  *     1 with --device cuda alone), communicators made together (ncclCommInitAll);</li>
  * <li>under a launcher ({@code jccl run}, {@code jccl perf -np P}, torchrun, mpirun, srun): one
- *     GPU per process, the one numbered by the process's local rank; the host {@link
+ *     GPU per process, chosen by jccl's rule ({@link Cuda#deviceFor(Communicator)}: JCCL_CUDA_DEVICE,
+ *     else the only visible GPU, else the one numbered by the process's local rank); the host {@link
  *     Communicator} ({@link Jccl#init(Config)}) sets up the device communicator and carries the
  *     combined times and error counts.</li>
  * </ul>
@@ -110,7 +111,7 @@ final class GpuPerfRunner {
         }
     }
 
-    /** One rank of a launched job: the GPU numbered by the local rank, the host communicator around it. */
+    /** One rank of a launched job: the GPU of jccl's rule, the host communicator around it. */
     private static int runInJob(Config config, PerfOptions o, DeviceOptions d, PrintWriter out, PrintWriter err,
             Map<String, String> env) {
         Config.Launch launch = config.launch().get();
@@ -128,13 +129,12 @@ final class GpuPerfRunner {
             // Every rank must agree on whether to go on: one that stopped alone would leave the
             // others waiting for it in the device communicator's setup.
             String problem = environmentProblem(d);
-            int local = launch.localRank();
+            org.jccl.internal.topo.GpuMapping.Result gpu = null;
             if (problem == null) {
-                if (local < 0) {
-                    problem = "the launcher (" + launch.convention() + ") gave no local rank, so the GPU to use is"
-                            + " unknown: set JCCL_LOCAL_RANK (or LOCAL_RANK)";
-                } else {
-                    problem = tooFewGpus(local + 1, "local rank " + local);
+                // jccl's rule (GpuMapping): JCCL_CUDA_DEVICE, else the only visible GPU, else GPU number local rank.
+                gpu = Cuda.select(host, config);
+                if (!gpu.ok()) {
+                    problem = gpu.error();
                 }
             }
             int[] verdict = {problem == null ? 0 : 1};
@@ -145,9 +145,11 @@ final class GpuPerfRunner {
                 }
                 return PerfRunner.FAILED;
             }
-            CudaDevice device = Cuda.device(local);
-            err.println("jccl perf: rank " + rank + " of " + host.size() + " (local rank " + local + ") on GPU "
-                    + device.ordinal() + " [" + device.pciBusId() + "] " + device.name());
+            CudaDevice device = Cuda.deviceFor(host, config);
+            err.println("jccl perf: rank " + rank + " of " + host.size() + (launch.localRank() >= 0 ? " (local rank " + launch.localRank()
+                    + ")" : "") + " on GPU "
+                    + device.ordinal() + " [" + device.pciBusId() + "] " + device.name() + " " + device.uuid() + ": "
+                    + gpu.choice().why() + " (" + org.jccl.internal.topo.GpuMapping.cvdText(System.getenv("CUDA_VISIBLE_DEVICES")) + ")");
             err.flush();
             DeviceCommunicator comm = d.backend().create(host, device);
             try {

@@ -119,8 +119,12 @@ public final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "-np", paramLabel = "N",
             description = "start N ranks on this host, each running this command without -np (on GPUs: one GPU per"
-                    + " rank, the GPU numbered by its local rank)")
+                    + " rank, the GPU numbered by its local rank; see --bind-to)")
     Integer np;
+
+    @Option(names = "--bind-to", paramLabel = "WHAT", defaultValue = "auto",
+            description = "with -np: where the ranks may run. " + org.jccl.cli.run.RunCommand.BIND_TO_HELP)
+    String bindTo;
 
     @Option(names = {"-g", "--ngpus"}, paramLabel = "N",
             description = "GPUs driven by this process, one thread each, rank i on GPU i (nccl-tests' -g); implies"
@@ -128,8 +132,9 @@ public final class PerfCommand implements Callable<Integer> {
     Integer ngpus;
 
     @Option(names = "--device", paramLabel = "cpu|cuda",
-            description = "cpu: host memory; cuda: GPU memory, one GPU per process unless -g says more, the GPU of a"
-                    + " launched rank being its local rank (default: cpu, or cuda with -g or --backend nccl)")
+            description = "cpu: host memory; cuda: GPU memory, one GPU per process unless -g says more; a launched rank"
+                    + " drives JCCL_CUDA_DEVICE if set, else the only GPU it sees, else GPU number local rank"
+                    + " (default: cpu, or cuda with -g or --backend nccl)")
     String device;
 
     @Option(names = "--backend", paramLabel = "jccl|nccl",
@@ -156,8 +161,14 @@ public final class PerfCommand implements Callable<Integer> {
                             + dev.ngpus() + " is not supported yet: use -np P (one GPU per rank) or -g N (N GPUs, one process)");
                 }
                 String problem = GpuPerfRunner.environmentProblem(dev);
-                if (problem == null) {
+                if (problem == null && np > 1) {
+                    // Every rank gets this environment, so each needs its own GPU among those it sees (GpuMapping's rule).
                     problem = GpuPerfRunner.tooFewGpus(np, "-np " + np + " (one GPU per rank)");
+                    if (problem != null) {
+                        problem += ": every rank of -np gets this environment, so each needs its own GPU among the visible ones;"
+                                + " to give each rank one GPU of its own, run jccl run -np " + np + " -- sh -c"
+                                + " 'CUDA_VISIBLE_DEVICES=$JCCL_LOCAL_RANK exec bin/jccl perf ...', or make " + np + " GPUs visible";
+                    }
                 }
                 if (problem != null) {
                     err.println("jccl perf: " + problem);
@@ -171,7 +182,8 @@ public final class PerfCommand implements Callable<Integer> {
             // Only rank 0 prints to stdout; dropping the launcher's "[0] " prefix there keeps the
             // report in nccl-tests' layout. stderr keeps every prefix: there the rank matters.
             try (PrintStream report = new PrintStream(new RankZeroOutput(System.out), true, StandardCharsets.UTF_8)) {
-                return LocalLauncher.launch(np, command, Map.of(), report, System.err);
+                return LocalLauncher.launch(np, command, Map.of(), report, System.err, null,
+                        org.jccl.cli.run.RunCommand.parseBinding(spec.commandLine(), bindTo));
             }
         }
         Config config = Config.fromEnvironment();
@@ -242,7 +254,7 @@ public final class PerfCommand implements Callable<Integer> {
             args.addAll(p.originalStringValues());
         }
         for (OptionSpec o : pr.matchedOptions()) {
-            if (o.longestName().equals("-np") || o.usageHelp()) {
+            if (o.longestName().equals("-np") || o.longestName().equals("--bind-to") || o.usageHelp()) {
                 continue;
             }
             for (String v : o.originalStringValues()) {

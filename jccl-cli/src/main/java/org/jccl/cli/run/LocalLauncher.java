@@ -28,6 +28,15 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.stream.Stream;
+import org.jccl.internal.log.Log;
+import org.jccl.internal.topo.CpuBinding;
+import org.jccl.internal.topo.FsStats;
+import org.jccl.internal.topo.GpuMapping;
+import org.jccl.internal.topo.GpuProbe;
+import org.jccl.internal.topo.Nvml;
+import org.jccl.internal.topo.SysfsDiscovery;
+import org.jccl.internal.topo.Topologies;
+import org.jccl.internal.topo.Topology;
 
 /**
  * Starts the ranks of a job as processes of this host: the engine of {@code jccl run} and of
@@ -105,18 +114,25 @@ public final class LocalLauncher {
     }
 
     /**
-     * Where ranks may run. Like Open MPI, which binds each process to a core by default when there
-     * are no more processes than cores: a rank that waits for a peer spins, and two spinning ranks
-     * that the scheduler happens to place on one core take turns at the speed of its time slices
-     * (hundreds of microseconds per message instead of ten).
+     * Where ranks may run ({@link CpuBinding} has the rules; docs/PERFORMANCE.md the measurements).
      */
     public enum Binding {
-        /** Rank r on the r-th CPU this launcher may use, when every rank gets its own CPU and taskset exists; else NONE. */
+        /**
+         * A GPU rank (the host has NVIDIA GPUs and jccl's GPU rule gives the rank one) on every CPU of its
+         * GPU's NUMA node; a CPU rank on a core of its own when every rank can have one (two ranks that spin
+         * waiting for each other must not share a core), else not bound.
+         */
         AUTO,
         /** Rank r on the r-th allowed CPU (ranks beyond the CPU count wrap around). */
         CORE,
+        /** A GPU rank on its GPU's NUMA node (as auto); CPU ranks in blocks over the NUMA nodes. */
+        NUMA,
         /** No binding: the scheduler places ranks. */
-        NONE
+        NONE;
+
+        CpuBinding.Mode mode() {
+            return CpuBinding.Mode.valueOf(name());
+        }
     }
 
     /** The CPUs this process may run on (Linux: Cpus_allowed_list), else 0..availableProcessors-1. */
@@ -125,14 +141,7 @@ public final class LocalLauncher {
         try {
             for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status"))) {
                 if (line.startsWith("Cpus_allowed_list:")) {
-                    for (String part : line.substring(line.indexOf(':') + 1).trim().split(",")) {
-                        String[] range = part.trim().split("-");
-                        int lo = Integer.parseInt(range[0].trim());
-                        int hi = range.length > 1 ? Integer.parseInt(range[1].trim()) : lo;
-                        for (int c = lo; c <= hi; c++) {
-                            cpus.add(c);
-                        }
-                    }
+                    cpus.addAll(CpuBinding.parse(line.substring(line.indexOf(':') + 1)));
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -168,23 +177,52 @@ public final class LocalLauncher {
         return false;
     }
 
-    /** {@code command} for rank {@code rank}, prefixed with {@code taskset -c CPU} when the binding says so. */
-    static List<String> bound(List<String> command, int rank, int np, Binding binding, List<Integer> cpus, String taskset) {
-        boolean bind = switch (binding) {
-            case NONE -> false;
-            case CORE -> taskset != null;
-            case AUTO -> taskset != null && np <= cpus.size();
-        };
+    /** {@code command} prefixed with {@code taskset -c LIST} when {@code plan} binds and taskset exists. */
+    static List<String> bound(List<String> command, CpuBinding.Plan plan, String taskset) {
         // A program that cannot be found is reported by the launcher itself, not by taskset.
-        if (!bind || !resolvable(command.getFirst())) {
+        if (!plan.bound() || taskset == null || !resolvable(command.getFirst())) {
             return command;
         }
         List<String> c = new ArrayList<>(command.size() + 3);
         c.add(taskset);
         c.add("-c");
-        c.add(Integer.toString(cpus.get(rank % cpus.size())));
+        c.add(plan.cpuList());
         c.addAll(command);
         return c;
+    }
+
+    /**
+     * Each rank's binding on this host for {@code binding}, given the ranks' environment
+     * ({@code rankEnv}: CUDA_VISIBLE_DEVICES, JCCL_CUDA_DEVICE). The host is read only for auto and
+     * numa: from {@code JCCL_TOPO_FILE} when the ranks have it (the host as jccl's other readers see
+     * it), else from sysfs, with NVML only when CUDA_VISIBLE_DEVICES or JCCL_CUDA_DEVICE names a UUID.
+     */
+    static List<CpuBinding.Plan> plans(Binding binding, int np, Map<String, String> rankEnv, List<Integer> cpus) {
+        Topology topo = null;
+        if (binding == Binding.AUTO || binding == Binding.NUMA) {
+            try {
+                String file = rankEnv.get("JCCL_TOPO_FILE");
+                if (file != null && !file.isBlank()) {
+                    return CpuBinding.plan(binding.mode(), Topologies.read(Path.of(file.trim())), rankEnv, np, cpus);
+                }
+                String cvd = rankEnv.getOrDefault("CUDA_VISIBLE_DEVICES", "");
+                GpuProbe probe = cvd.contains("GPU-") || cvd.contains("MIG-") || rankEnv.getOrDefault(GpuMapping.SETTING, "").contains("-")
+                        ? Nvml.probe() : GpuProbe.absent("not needed: no UUID in CUDA_VISIBLE_DEVICES or JCCL_CUDA_DEVICE");
+                topo = new SysfsDiscovery(Path.of("/"), rankEnv, FsStats.SYSTEM, probe, "/dev/shm").placement();
+            } catch (RuntimeException e) {
+                topo = null; // bound as CPU ranks on one node; the plan says so
+            }
+        }
+        return CpuBinding.plan(binding.mode(), topo, rankEnv, np, cpus);
+    }
+
+    /** Whether JCCL_DEBUG in the ranks' environment asks for INFO lines (the launcher then says how it bound them). */
+    static boolean infoWanted(Map<String, String> rankEnv) {
+        try {
+            return Log.parseLevel(rankEnv.get("JCCL_DEBUG")).compareTo(Log.Level.INFO) >= 0;
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     /**
@@ -195,8 +233,9 @@ public final class LocalLauncher {
     public static int launch(int np, List<String> command, Map<String, String> extraEnv, PrintStream out, PrintStream err,
             Duration timeout, Binding binding) {
         Objects.requireNonNull(binding, "binding");
-        if (binding == Binding.CORE && taskset() == null) {
-            throw new IllegalArgumentException("--bind-to core needs taskset (Debian package util-linux), which is not on PATH");
+        if ((binding == Binding.CORE || binding == Binding.NUMA) && taskset() == null) {
+            throw new IllegalArgumentException("--bind-to " + binding.name().toLowerCase(java.util.Locale.ROOT) + " needs taskset (Debian"
+                    + " package util-linux), which is not on PATH");
         }
         if (np < 1) {
             throw new IllegalArgumentException("the number of ranks must be at least 1, got " + np);
@@ -395,9 +434,20 @@ public final class LocalLauncher {
             Runtime.getRuntime().addShutdownHook(hook);
             List<Integer> cpus = allowedCpus();
             String taskset = taskset();
+            Map<String, String> rankEnv = new java.util.HashMap<>(System.getenv());
+            applyRankEnvironment(rankEnv, commId, token, 0, np, extraEnv);
+            List<CpuBinding.Plan> plans = plans(binding, np, rankEnv, cpus);
+            if (infoWanted(rankEnv)) {
+                for (int r = 0; r < np; r++) {
+                    CpuBinding.Plan p = plans.get(r);
+                    message(err, "jccl run: rank " + r + (p.bound() && taskset != null ? " bound to CPUs " + p.cpuList() + ": " + p.why()
+                            : " not bound: " + (p.bound() ? "taskset (util-linux) is not installed; wanted CPUs " + p.cpuList() + ": "
+                            : "") + p.why()));
+                }
+            }
             try {
                 for (int r = 0; r < np; r++) {
-                    ProcessBuilder pb = new ProcessBuilder(bound(command, r, np, binding, cpus, taskset));
+                    ProcessBuilder pb = new ProcessBuilder(bound(command, plans.get(r), taskset));
                     applyRankEnvironment(pb.environment(), commId, token, r, np, extraEnv);
                     try {
                         procs.set(r, pb.start());

@@ -64,9 +64,23 @@ public final class RunCommand implements Callable<Integer> {
     String classpath;
 
     @Option(names = "--bind-to", paramLabel = "WHAT", defaultValue = "auto",
-            description = "auto: rank r on the r-th CPU when there are no more ranks than CPUs (as Open MPI binds);"
-                    + " core: always; none: let the scheduler place ranks (default: ${DEFAULT-VALUE})")
+            description = BIND_TO_HELP)
     String bindTo;
+
+    /** --bind-to's help, shared with jccl perf -np. */
+    public static final String BIND_TO_HELP = "auto: a GPU rank (NVIDIA GPUs on this host, and jccl's GPU rule gives it one) on every"
+            + " CPU of its GPU's NUMA node, a CPU rank on a core of its own when there are no more ranks than CPUs;"
+            + " numa: GPU ranks as auto, CPU ranks in blocks over the NUMA nodes; core: rank r on the r-th CPU, always;"
+            + " none: let the scheduler place ranks. JCCL_DEBUG=INFO prints each rank's binding and why (default: ${DEFAULT-VALUE})";
+
+    /** Parses a --bind-to value. */
+    public static LocalLauncher.Binding parseBinding(CommandLine cl, String value) {
+        try {
+            return LocalLauncher.Binding.valueOf(value.trim().toUpperCase(java.util.Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(cl, "--bind-to must be auto, numa, core or none, got '" + value + "'");
+        }
+    }
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "0",
             description = "stop every rank and exit 124 after this many seconds (0, the default: no limit)")
@@ -90,12 +104,7 @@ public final class RunCommand implements Callable<Integer> {
         }
         List<String> command = commandFor(target, args, classpath);
         Duration timeout = timeoutSeconds == 0 ? null : Duration.ofSeconds(timeoutSeconds);
-        LocalLauncher.Binding binding;
-        try {
-            binding = LocalLauncher.Binding.valueOf(bindTo.trim().toUpperCase(java.util.Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new ParameterException(spec.commandLine(), "--bind-to must be auto, core or none, got '" + bindTo + "'");
-        }
+        LocalLauncher.Binding binding = parseBinding(spec.commandLine(), bindTo);
         try {
             return LocalLauncher.launch(np, command, Map.of(), System.out, System.err, timeout, binding);
         } catch (IllegalArgumentException e) {

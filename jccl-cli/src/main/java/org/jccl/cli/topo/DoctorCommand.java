@@ -25,7 +25,9 @@ import picocli.CommandLine.Spec;
                     + " container, and variables that do nothing. Run it with the job's environment.",
             ""},
         footer = {"", "Exit status: 0 all pass (or skipped), 1 warnings, 2 failures.", "",
-            "Examples:", "  jccl doctor -np 8", "  CUDA_VISIBLE_DEVICES=0,1,2,3 jccl doctor -np 4 --json"})
+            "Examples:", "  jccl doctor -np 8", "  CUDA_VISIBLE_DEVICES=0,1,2,3 jccl doctor -np 4 --json",
+            "  jccl doctor --cuda-visible-devices-per-rank 0:1:2:3      (each rank its own GPU, as srun --gpus-per-task=1)",
+            "  jccl run -np 4 -- sh -c 'CUDA_VISIBLE_DEVICES=$JCCL_LOCAL_RANK exec bin/jccl doctor'   (one answer per rank)"})
 public final class DoctorCommand implements Callable<Integer> {
 
     private final Map<String, String> env;
@@ -38,6 +40,12 @@ public final class DoctorCommand implements Callable<Integer> {
             description = "local ranks the job will start on this host (default: JCCL_LOCAL_SIZE / LOCAL_WORLD_SIZE, else the visible"
                     + " GPUs, else the CPUs)")
     Integer np;
+
+    @Option(names = "--cuda-visible-devices-per-rank", paramLabel = "LIST", split = ":",
+            description = "each local rank's own CUDA_VISIBLE_DEVICES, separated by ':' (a launcher that binds GPUs per rank:"
+                    + " srun --gpus-per-task=1, Kubernetes, a script setting it from LOCAL_RANK), e.g. 0:1:2:3, 3:2:1:0, 0,1:2,3 or"
+                    + " GPU-5e0f:GPU-9a1b; '-' for a rank without it; sets N when -np is not given")
+    List<String> perRankCvd;
 
     @Option(names = "--json", description = "print the findings as JSON")
     boolean json;
@@ -63,9 +71,26 @@ public final class DoctorCommand implements Callable<Integer> {
         }
         Config config = Config.fromEnvironment(env);
         Topology t = HostView.topology(config, env, root);
-        int n = np != null ? np : Doctor.defaultLocalRanks(t, env);
+        List<String> perRank = null;
+        if (perRankCvd != null) {
+            perRank = new java.util.ArrayList<>();
+            for (String c : perRankCvd) {
+                perRank.add(c.trim().equals("-") ? null : c.trim());
+            }
+            if (np != null && np != perRank.size()) {
+                throw new ParameterException(spec.commandLine(), "--cuda-visible-devices-per-rank lists " + perRank.size()
+                        + " rank(s) but -np is " + np + ": give one value per local rank, separated by ':'");
+            }
+        }
+        int n = np != null ? np : perRank != null ? perRank.size() : Doctor.defaultLocalRanks(t, env);
+        // Started inside a rank (its launcher says which local rank it is), with nothing asked about the others: answer for it.
+        int localRank = -1;
+        Map.Entry<String, Integer> inRank = np == null && perRank == null ? Doctor.localRankFromEnv(env) : null;
+        if (inRank != null && inRank.getValue() < n) {
+            localRank = inRank.getValue();
+        }
         List<Interfaces.Nic> nics = interfaces != null ? interfaces : Interfaces.systemInterfaces();
-        Doctor.Report r = Doctor.run(new Doctor.Input(t, env, n, nics, HostView.probe(config, root)));
+        Doctor.Report r = Doctor.run(new Doctor.Input(t, env, n, nics, HostView.probe(config, root), perRank, localRank));
         spec.commandLine().getOut().print(json ? Json.write(r.toJson()) + "\n" : r.text());
         spec.commandLine().getOut().flush();
         return r.exitCode();

@@ -139,4 +139,57 @@ class TopoDoctorCommandTest {
         Result badFile = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", dir.resolve("x.json").toString()), null));
         assertTrue(badFile.code() != 0);
     }
+
+    /** A saved 4-GPU host (GPUs 0000:13, 14 on NUMA node 0; 93, 94 on node 1), without NVML's UUIDs. */
+    private Path savedGpuHost() {
+        List<Topology.Gpu> gpus = new java.util.ArrayList<>();
+        for (String bus : List.of("13", "14", "93", "94")) {
+            int node = bus.startsWith("9") ? 1 : 0;
+            gpus.add(new Topology.Gpu(PciLocation.fromSysfsPath("pci0000:" + bus + "/0000:" + bus + ":01.0/0000:" + bus + ":00.0", node),
+                    "0x2335", "", List.of()));
+        }
+        Topology t = new Topology("gpu4", 32, List.of(new Topology.NumaNode(0, "0-15", -1), new Topology.NumaNode(1, "16-31", -1)),
+                List.of(), List.of(), gpus, new Topology.GpuDirect("", false, false, "6.5.0", "550.54", true),
+                new Topology.Shm("/dev/shm", 64L << 30, 64L << 30), new Topology.Limits(-1, -1, 1048576, 1048576, -1, 4096, 4096),
+                new Topology.Container("", ""), "not used");
+        Path f = dir.resolve("gpu4.json");
+        Topologies.write(t, f);
+        return f;
+    }
+
+    private static Map<?, ?> finding(Result r, String id) {
+        List<?> checks = (List<?>) ((Map<?, ?>) Json.parse(r.out())).get("checks");
+        return (Map<?, ?>) checks.stream().filter(c -> ((Map<?, ?>) c).get("id").equals(id)).findFirst().orElseThrow();
+    }
+
+    @Test
+    void doctorChecksPerRankGpuListsAndAnswersInsideARank() throws Exception {
+        String f = savedGpuHost().toString();
+        Result ok = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", f), eth0()), "--cuda-visible-devices-per-rank", "3:2:1:0", "--json");
+        Map<?, ?> cvd = finding(ok, "cuda-visible-devices");
+        assertEquals("PASS", cvd.get("status"), ok.out());
+        assertTrue(((String) cvd.get("message")).contains("local rank 0 -> GPU 3 (0000:94:00.0, CUDA_VISIBLE_DEVICES=3, the only GPU this"
+                + " process sees)"), cvd.toString());
+        assertEquals(4L, ((Map<?, ?>) Json.parse(ok.out())).get("local_ranks"), "N is the list's length");
+        Result shared = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", f), eth0()), "--cuda-visible-devices-per-rank", "0:2:2:-", "--json");
+        Map<?, ?> bad = finding(shared, "cuda-visible-devices");
+        assertEquals("FAIL", bad.get("status"), shared.out());
+        assertTrue(((String) bad.get("message")).contains("ranks 1 and 2 are on one GPU of host gpu4, 0000:93:00.0"), bad.toString());
+        assertEquals(2, shared.code());
+        Result mismatch = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", f), eth0()), "-np", "2", "--cuda-visible-devices-per-rank", "0:1:2");
+        assertEquals(2, mismatch.code());
+        assertTrue(mismatch.err().contains("--cuda-visible-devices-per-rank lists 3 rank(s) but -np is 2"), mismatch.err());
+        // Inside rank 1 of a jccl run job that gave it GPU 1 alone: the answer is that rank's.
+        Result inRank = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", f, "JCCL_LOCAL_RANK", "1", "JCCL_LOCAL_SIZE", "4",
+                "CUDA_VISIBLE_DEVICES", "1"), eth0()), "--json");
+        Map<?, ?> mine = finding(inRank, "cuda-visible-devices");
+        assertEquals("PASS", mine.get("status"), inRank.out());
+        assertTrue(((String) mine.get("message")).contains("local rank 1 -> GPU 1 (0000:14:00.0, the only GPU this process sees)"),
+                mine.toString());
+        assertTrue(((String) mine.get("message")).contains("this doctor runs as local rank 1 of 4"), mine.toString());
+        // The same environment checked for all four ranks (-np given): they would share the GPU.
+        Result all = run(new DoctorCommand(Map.of("JCCL_TOPO_FILE", f, "JCCL_LOCAL_RANK", "1", "CUDA_VISIBLE_DEVICES", "1"), eth0()),
+                "-np", "4", "--json");
+        assertEquals("FAIL", finding(all, "cuda-visible-devices").get("status"), all.out());
+    }
 }

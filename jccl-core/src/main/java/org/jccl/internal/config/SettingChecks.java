@@ -56,6 +56,10 @@ final class SettingChecks {
         if (s == Settings.COMM_ID) {
             return "host:port or [ipv6]:port";
         }
+        if (s == Settings.CUDA_DEVICE) {
+            return "a GPU index (0, 1, ...: among the GPUs CUDA_VISIBLE_DEVICES leaves visible) or a UUID or its prefix (GPU-5e0f...,"
+                    + " MIG-...)";
+        }
         if (s == Settings.HOSTID) {
             return "a host id, or a comma list of ids indexed by rank (a,a,b,b; id*k repeats an id k times: a*2,b*2); no empty ids";
         }
@@ -91,6 +95,8 @@ final class SettingChecks {
                 hostPort(s, value);
             } else if (s == Settings.HOSTID) {
                 HostId.parse(value);
+            } else if (s == Settings.CUDA_DEVICE) {
+                cudaDevice(s, value);
             }
         } catch (ConfigException e) {
             throw s.withOrigin(e, config);
@@ -103,6 +109,17 @@ final class SettingChecks {
             throw new ConfigException(s.name() + "='" + value + "' is not allowed: expected " + words
                     + DidYouMean.hint(v, allowed, "") + " (" + s.doc() + ")");
         }
+    }
+
+    /** An index, or GPU-/MIG- and hex digits and dashes (a prefix of a UUID as nvidia-smi -L prints it). */
+    private static void cudaDevice(Setting s, String value) {
+        String t = value.trim();
+        if (t.matches("\\d{1,6}") || t.matches("(?i)(GPU|MIG)-[0-9a-f][0-9a-f-]*")) {
+            return;
+        }
+        throw new ConfigException(s.name() + "='" + value + "' is not allowed: expected " + allowed(s)
+                + (t.matches("(?i)(GPU|MIG)-?") ? "; give at least one hex digit of the UUID" : "")
+                + (t.contains(",") ? "; it names one GPU, unlike CUDA_VISIBLE_DEVICES" : "") + " (" + s.doc() + ")");
     }
 
     /** Syntax only: resolving the host here would make {@code jccl env} wait on DNS. */

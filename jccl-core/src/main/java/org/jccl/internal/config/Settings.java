@@ -117,6 +117,10 @@ public final class Settings {
                     + " or 0 (scalar)");
 
     // ---- GPUs (jccl-cuda)
+    public static final Setting CUDA_DEVICE = Setting.define("JCCL_CUDA_DEVICE", null, STRING, null, 0, 0,
+            "the GPU this process drives (beats the rule: the only GPU it sees, else GPU number local rank of those it sees):"
+                    + " an index into the GPUs CUDA_VISIBLE_DEVICES leaves visible, or a UUID or unique prefix (GPU-..., MIG-...,"
+                    + " nvidia-smi -L)");
     public static final Setting CUDA_WAIT_TIMEOUT = Setting.define("JCCL_CUDA_WAIT_TIMEOUT", null, DURATION_SECONDS, "300", 1, 86_400,
             "a GPU kernel waiting for a peer GPU gives up after this many seconds and the communicator fails (never a GPU spinning forever)");
     public static final Setting CUDA_P2P_DISABLE = Setting.define("JCCL_CUDA_P2P_DISABLE", "NCCL_P2P_DISABLE", BOOL, "0", 0, 0,

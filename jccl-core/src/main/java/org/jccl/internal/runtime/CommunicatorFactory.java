@@ -146,7 +146,7 @@ public final class CommunicatorFactory {
             PeerInfo self = new PeerInfo(rank, Log.host(), ProcessHandle.current().pid(), hostHash, PROCESS_ID, addresses);
             PeerInfo[] peers = rendezvous.exchange(self);
             tctx.setPeers(peers);
-            NetInitReport.log(rank, localRank(peers, rank), config);
+            NetInitReport.log(rank, localRank(peers, rank), localSize(peers, rank), config);
             return withControl(new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx), control);
         } catch (IOException e) {
             closeQuietly(control);
@@ -202,6 +202,17 @@ public final class CommunicatorFactory {
             }
         }
         return local;
+    }
+
+    /** How many ranks share {@code rank}'s host identity. */
+    static int localSize(PeerInfo[] peers, int rank) {
+        int n = 0;
+        for (PeerInfo p : peers) {
+            if (p.hostHash().equals(peers[rank].hostHash())) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private static void closeAll(Map<Transport, Endpoint> endpoints) {

@@ -131,15 +131,52 @@ public final class Doctor {
      * @param localRanks N, the ranks the job will start on this host (at least 1)
      * @param interfaces the interfaces with their addresses (for JCCL_SOCKET_IFNAME), e.g. {@link Interfaces#systemInterfaces()}
      * @param gpuProbe NVML for the P2P check, or {@link GpuProbe#absent}
+     * @param perRankCvd each local rank's CUDA_VISIBLE_DEVICES (null entry: unset) when the launcher gives each its own, N
+     *        entries; null when every rank has {@code env}'s
+     * @param localRank the one local rank this doctor runs as (it was started inside a rank, whose environment says which),
+     *        or -1 to check every local rank
      */
-    public record Input(Topology topo, Map<String, String> env, int localRanks, List<Interfaces.Nic> interfaces, GpuProbe gpuProbe) {
+    public record Input(Topology topo, Map<String, String> env, int localRanks, List<Interfaces.Nic> interfaces, GpuProbe gpuProbe,
+                        List<String> perRankCvd, int localRank) {
         public Input {
             env = Map.copyOf(env);
             interfaces = List.copyOf(interfaces);
             if (localRanks < 1) {
                 throw new IllegalArgumentException("local ranks must be at least 1, not " + localRanks);
             }
+            if (perRankCvd != null) {
+                if (perRankCvd.size() != localRanks) {
+                    throw new IllegalArgumentException(perRankCvd.size() + " per-rank CUDA_VISIBLE_DEVICES values for " + localRanks
+                            + " local ranks: give one per rank");
+                }
+                perRankCvd = java.util.Collections.unmodifiableList(new ArrayList<>(perRankCvd));
+            }
+            if (localRank >= localRanks) {
+                throw new IllegalArgumentException("local rank " + localRank + " is not below the " + localRanks + " local ranks");
+            }
         }
+
+        /** Every rank with {@code env}'s CUDA_VISIBLE_DEVICES, every rank checked. */
+        public Input(Topology topo, Map<String, String> env, int localRanks, List<Interfaces.Nic> interfaces, GpuProbe gpuProbe) {
+            this(topo, env, localRanks, interfaces, gpuProbe, null, -1);
+        }
+    }
+
+    /** Launchers' local-rank variables, innermost convention first (as LaunchEnvironment orders them). */
+    static final List<String> LOCAL_RANK_VARIABLES = List.of("JCCL_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID");
+
+    /**
+     * The local rank the environment gives this process (a doctor started inside a rank), with the
+     * variable that said so, or null when none does.
+     */
+    public static Map.Entry<String, Integer> localRankFromEnv(Map<String, String> env) {
+        for (String k : LOCAL_RANK_VARIABLES) {
+            String v = env.get(k);
+            if (v != null && v.trim().matches("\\d{1,6}")) {
+                return Map.entry(k, Integer.parseInt(v.trim()));
+            }
+        }
+        return null;
     }
 
     private final Input in;
@@ -765,51 +802,134 @@ public final class Doctor {
         return pass(id, label);
     }
 
+    /**
+     * Which GPU each local rank drives, by the rule the runtime uses ({@link GpuMapping}), and whether
+     * two ranks would share one (the same {@link GpuMapping#conflicts} the ranks run at creation).
+     * Every rank has the job's CUDA_VISIBLE_DEVICES, or each its own ({@link Input#perRankCvd()});
+     * a doctor started inside a rank ({@link Input#localRank()}) answers for that rank.
+     */
     Finding cudaVisibleDevices() {
         String id = "cuda-visible-devices";
         String raw = in.env().get("CUDA_VISIBLE_DEVICES");
         if (t.gpus().isEmpty()) {
             return skip(id, "no NVIDIA GPUs on this host" + (raw == null ? "" : " (CUDA_VISIBLE_DEVICES=" + raw + " has nothing to select)"));
         }
-        CudaVisibleDevices cvd = CudaVisibleDevices.resolve(t, raw);
-        String shown = raw == null ? "CUDA_VISIBLE_DEVICES is unset" : "CUDA_VISIBLE_DEVICES=" + raw;
         int n = in.localRanks();
-        List<Gpu> v = cvd.visible();
-        if (!cvd.problems().isEmpty()) {
-            return fail(id, shown + ": " + String.join("; ", cvd.problems()), "list each GPU once, by index 0-" + (t.gpus().size() - 1)
-                    + " (PCI order, as nvidia-smi) or by UUID (nvidia-smi -L)");
+        boolean perRank = in.perRankCvd() != null;
+        String cudaDevice = Settings.CUDA_DEVICE.getString(config);
+        String deviceNote = cudaDevice == null ? "" : ", JCCL_CUDA_DEVICE=" + cudaDevice;
+        String shown = perRank ? "per-rank CUDA_VISIBLE_DEVICES " + perRankText() : raw == null ? "CUDA_VISIBLE_DEVICES is unset"
+                : "CUDA_VISIBLE_DEVICES=" + raw;
+        shown += deviceNote;
+        String indexFix = "list each GPU once, by index 0-" + (t.gpus().size() - 1) + " (PCI order, as nvidia-smi) or by UUID (nvidia-smi -L)";
+        List<Integer> ranks = new ArrayList<>();
+        if (in.localRank() >= 0) {
+            ranks.add(in.localRank());
+        } else {
+            for (int r = 0; r < n; r++) {
+                ranks.add(r);
+            }
         }
-        if (v.isEmpty() && cvd.unresolved().isEmpty()) {
-            return fail(id, shown + " hides every one of the " + t.gpus().size() + " GPUs", "unset it, or list the GPUs this job may use");
-        }
+        List<GpuMapping.Claim> claims = new ArrayList<>();
         StringBuilder map = new StringBuilder();
-        for (int r = 0; r < Math.min(n, v.size()); r++) {
-            Gpu g = v.get(r);
-            map.append(map.isEmpty() ? "" : ", ").append("local rank ").append(r).append(" -> GPU ").append(t.gpus().indexOf(g))
-                    .append(" (").append(g.pci().address()).append(')');
+        List<String> unchecked = new ArrayList<>();
+        Set<Gpu> used = new java.util.HashSet<>();
+        List<Integer> failing = new ArrayList<>();
+        String firstError = null;
+        for (int r : ranks) {
+            String cvdText = perRank ? in.perRankCvd().get(r) : raw;
+            CudaVisibleDevices cvd = CudaVisibleDevices.resolve(t, cvdText);
+            String rankLabel = perRank || in.localRank() >= 0 ? "local rank " + r + ": " : "";
+            if (!cvd.problems().isEmpty()) {
+                return fail(id, rankLabel + GpuMapping.cvdText(cvdText) + ": " + String.join("; ", cvd.problems()), indexFix);
+            }
+            if (cvd.entries().isEmpty()) {
+                if (!perRank) {
+                    return fail(id, shown + " hides every one of the " + t.gpus().size() + " GPUs", "unset it, or list the GPUs this job may use");
+                }
+            }
+            GpuMapping.Result res = GpuMapping.choose(GpuMapping.devices(cvd), cudaDevice, r, n, cvdText);
+            if (!res.ok()) {
+                failing.add(r);
+                firstError = firstError == null ? res.error() : firstError;
+                continue;
+            }
+            GpuMapping.Choice c = res.choice();
+            CudaVisibleDevices.Entry e = cvd.entries().get(c.device().ordinal());
+            if (e.gpu() != null) {
+                used.add(e.gpu());
+            } else {
+                unchecked.add(e.text());
+            }
+            List<String> notes = new ArrayList<>();
+            notes.add(e.gpu() != null ? e.gpu().pci().address() : c.device().identity());
+            if (e.mig()) {
+                notes.add("MIG instance " + e.text());
+            }
+            if (perRank) {
+                notes.add(GpuMapping.cvdText(cvdText));
+            }
+            if (c.reason() != GpuMapping.Reason.LOCAL_RANK) {
+                notes.add(c.why());
+            }
+            map.append(map.isEmpty() ? "" : ", ").append("local rank ").append(r).append(" -> ")
+                    .append(e.gpu() != null ? "GPU " + t.gpus().indexOf(e.gpu()) : "CUDA device " + c.device().ordinal())
+                    .append(" (").append(String.join(", ", notes)).append(')');
+            claims.add(GpuMapping.Claim.of(r, "this host", t.hostname().isEmpty() ? "this host" : t.hostname(), 0, r, c.device(), cvdText,
+                    c.why()));
         }
-        List<String> hidden = t.gpus().stream().filter(g -> !v.contains(g)).map(g -> t.gpus().indexOf(g) + " (" + g.pci().address() + ")")
-                .toList();
+        if (!failing.isEmpty()) {
+            String which = failing.size() == ranks.size() && ranks.size() > 1 ? " (every local rank alike: ranks 0-" + (n - 1) + ")"
+                    : failing.size() > 1 ? " (local ranks " + failing + " alike)" : "";
+            int fix = firstError.indexOf(" Fix: ");
+            String head = fix > 0 ? firstError.substring(0, fix) : firstError;
+            head = head.endsWith(".") && !which.isEmpty() ? head.substring(0, head.length() - 1) : head;
+            return fail(id, shown + ": " + head + which
+                    + (map.isEmpty() ? "" : "; the others: " + map), fix > 0 ? firstError.substring(fix + 6) : "see the message");
+        }
+        String conflict = GpuMapping.conflicts(claims);
+        if (conflict != null) {
+            int fix = conflict.indexOf(" Fix: ");
+            String m = conflict.substring(0, fix > 0 ? fix : conflict.length());
+            String f = fix > 0 ? conflict.substring(fix + 6) : "";
+            if (!perRank && in.localRank() < 0) {
+                m = shown + ", the same for all " + n + " local ranks: " + m;
+                f = "if the launcher gives each rank its own CUDA_VISIBLE_DEVICES (srun --gpus-per-task=1, Kubernetes, a script setting"
+                        + " it from LOCAL_RANK), check that layout with --cuda-visible-devices-per-rank, or run jccl doctor inside each"
+                        + " rank; otherwise " + f;
+            }
+            return fail(id, m, f);
+        }
+        List<String> hidden = perRank || in.localRank() >= 0 ? List.of() : t.gpus().stream().filter(g -> !used.contains(g))
+                .map(g -> t.gpus().indexOf(g) + " (" + g.pci().address() + ")").toList();
         String hiddenNote = hidden.isEmpty() ? "" : "; hidden: GPU " + String.join(", ", hidden);
-        if (!cvd.unresolved().isEmpty()) {
-            return skip(id, shown + ": " + String.join(", ", cvd.unresolved()) + " cannot be checked without NVML ("
-                    + in.gpuProbe().status() + ")");
+        if (!perRank && in.localRank() < 0) {
+            List<Gpu> visible = CudaVisibleDevices.resolve(t, raw).visible();
+            hiddenNote = visible.size() == t.gpus().size() ? "" : "; hidden: GPU " + String.join(", ", t.gpus().stream()
+                    .filter(g -> !visible.contains(g)).map(g -> t.gpus().indexOf(g) + " (" + g.pci().address() + ")").toList());
         }
-        if (n > v.size()) {
-            String why = v.size() == 1 ? "every rank sees the same single GPU; a launcher that gives each rank its own"
-                    + " CUDA_VISIBLE_DEVICES must start the ranks itself (jccl run passes one environment to all)"
-                    : "local ranks " + v.size() + "-" + (n - 1) + " have no GPU of their own";
-            return fail(id, shown + ": " + v.size() + " GPU(s) visible for " + n + " local ranks: " + why + " (" + map + hiddenNote + ")",
-                    "start at most " + v.size() + " ranks per host, or make " + n + " GPUs visible");
-        }
-        boolean mixed = v.stream().map(Gpu::deviceId).distinct().count() > 1;
+        String uncheckedNote = unchecked.isEmpty() ? "" : "; not checked against this host without NVML (" + in.gpuProbe().status()
+                + "): " + String.join(", ", new java.util.TreeSet<>(unchecked));
+        String self = in.localRank() >= 0 ? "; this doctor runs as local rank " + in.localRank() + " of " + n + " (its environment says"
+                + " so): run it in every rank, or give --cuda-visible-devices-per-rank, to check the others" : "";
+        boolean mixed = used.stream().map(Gpu::deviceId).distinct().count() > 1;
         String order = in.env().getOrDefault("CUDA_DEVICE_ORDER", "FASTEST_FIRST");
         if (mixed && !order.equals("PCI_BUS_ID")) {
-            return warn(id, shown + ": the GPUs differ (" + v.stream().map(Gpu::deviceId).distinct().toList() + ") and CUDA_DEVICE_ORDER is "
-                    + order + ", so CUDA numbers them fastest first, not in nvidia-smi's PCI order: ranks may land on other GPUs than"
-                    + " listed (" + map + hiddenNote + ")", "export CUDA_DEVICE_ORDER=PCI_BUS_ID");
+            return warn(id, shown + ": the GPUs differ (" + used.stream().map(Gpu::deviceId).distinct().sorted().toList()
+                    + ") and CUDA_DEVICE_ORDER is " + order + ", so CUDA numbers them fastest first, not in nvidia-smi's PCI order:"
+                    + " ranks may land on other GPUs than listed (" + map + hiddenNote + ")", "export CUDA_DEVICE_ORDER=PCI_BUS_ID");
         }
-        return pass(id, shown + ": " + map + hiddenNote + (n < v.size() ? "; GPUs beyond rank " + (n - 1) + " stay idle" : ""));
+        int visibleCount = perRank || in.localRank() >= 0 ? 0 : CudaVisibleDevices.resolve(t, raw).entries().size();
+        return pass(id, shown + ": " + map + hiddenNote + uncheckedNote + self + (visibleCount > n ? "; GPUs beyond rank " + (n - 1)
+                + " stay idle" : ""));
+    }
+
+    private String perRankText() {
+        List<String> parts = new ArrayList<>();
+        for (String c : in.perRankCvd()) {
+            parts.add(c == null ? "-" : c);
+        }
+        return String.join(":", parts);
     }
 
     Finding p2p() {

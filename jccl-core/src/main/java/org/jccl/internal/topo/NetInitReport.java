@@ -29,25 +29,50 @@ public final class NetInitReport {
     private NetInitReport() {
     }
 
+    /** {@link #line(Topology, int, int, int, String, String, String)} with the local size and JCCL_CUDA_DEVICE unknown. */
+    public static String line(Topology t, int rank, int localRank, String cudaVisibleDevices, String ibHca) {
+        return line(t, rank, localRank, -1, cudaVisibleDevices, null, ibHca);
+    }
+
     /**
-     * The line for {@code rank}, which is local rank {@code localRank} on its host.
+     * The line for {@code rank}, which is local rank {@code localRank} of {@code localSize} on its host;
+     * its GPU is the one {@link GpuMapping} gives it (the runtime's rule).
      *
+     * @param localSize ranks on this host, -1 when unknown
      * @param cudaVisibleDevices the process's CUDA_VISIBLE_DEVICES, null when unset
+     * @param cudaDevice JCCL_CUDA_DEVICE, null when unset
      * @param ibHca JCCL_IB_HCA, null when unset
      */
-    public static String line(Topology t, int rank, int localRank, String cudaVisibleDevices, String ibHca) {
-        List<Gpu> visible = CudaVisibleDevices.resolve(t, cudaVisibleDevices).visible();
-        List<NicAssignment.Choice> nics = NicAssignment.forLocalRank(t, localRank, cudaVisibleDevices, ibHca);
+    public static String line(Topology t, int rank, int localRank, int localSize, String cudaVisibleDevices, String cudaDevice,
+            String ibHca) {
+        CudaVisibleDevices cvd = CudaVisibleDevices.resolve(t, cudaVisibleDevices);
+        List<Gpu> visible = cvd.visible();
+        List<NicAssignment.Choice> nics = NicAssignment.forLocalRank(t, localRank, localSize, cudaVisibleDevices, cudaDevice, ibHca);
         StringBuilder sb = new StringBuilder("rank ").append(rank).append(" (local rank ").append(localRank).append("): ");
-        if (visible.isEmpty()) {
+        boolean gpu = false;
+        if (cvd.entries().isEmpty()) {
             sb.append(t.gpus().isEmpty() ? "no GPU on this host" : "no GPU visible (CUDA_VISIBLE_DEVICES=" + cudaVisibleDevices + ")");
         } else {
-            int index = Math.floorMod(localRank, visible.size());
-            Gpu gpu = visible.get(index);
-            int physical = t.gpus().indexOf(gpu);
-            sb.append("GPU ").append(physical).append(" (").append(gpu.pci().address())
-                    .append(physical != index ? ", CUDA device " + index + " under CUDA_VISIBLE_DEVICES=" + cudaVisibleDevices : "")
-                    .append(")");
+            GpuMapping.Result r = GpuMapping.choose(GpuMapping.devices(cvd), cudaDevice, localRank, localSize, cudaVisibleDevices);
+            if (!r.ok()) {
+                String e = r.error();
+                int fix = e.indexOf(". Fix:");
+                sb.append("no GPU of its own by jccl's rule (").append(fix > 0 ? e.substring(0, fix) : e).append(")");
+            } else {
+                gpu = true;
+                int index = r.choice().device().ordinal();
+                Gpu g = cvd.entries().get(index).gpu();
+                int physical = g == null ? -1 : t.gpus().indexOf(g);
+                List<String> notes = new java.util.ArrayList<>();
+                notes.add(g == null ? r.choice().device().identity() : g.pci().address());
+                if (cudaVisibleDevices != null) {
+                    notes.add("CUDA device " + index + " under CUDA_VISIBLE_DEVICES=" + cudaVisibleDevices);
+                }
+                if (r.choice().reason() != GpuMapping.Reason.LOCAL_RANK) {
+                    notes.add(r.choice().why());
+                }
+                sb.append(physical >= 0 ? "GPU " + physical : "CUDA device " + index).append(" (").append(String.join(", ", notes)).append(")");
+            }
         }
         sb.append(" -> ");
         if (nics.isEmpty()) {
@@ -59,7 +84,7 @@ public final class NetInitReport {
                 sb.append(i == 0 ? "" : ", ").append(nics.get(i));
             }
         }
-        if (!visible.isEmpty()) {
+        if (gpu || !visible.isEmpty()) {
             sb.append("; ").append(gpuDirect(t));
         }
         return sb.toString();
@@ -93,14 +118,23 @@ public final class NetInitReport {
      * when those lines are not printed. Discovery failures cost a WARN-free TRACE line, never the init.
      */
     public static void log(int rank, int localRank, Config config) {
+        log(rank, localRank, -1, config);
+    }
+
+    /** {@link #log(int, int, Config)} knowing the number of ranks on this host. */
+    public static void log(int rank, int localRank, int localSize, Config config) {
         if (!Log.enabled(Log.Level.INFO, Log.Subsys.INIT)) {
             return;
         }
-        log(rank, localRank, config, () -> Topologies.forHost(config));
+        log(rank, localRank, localSize, config, () -> Topologies.forHost(config));
     }
 
     /** {@link #log} with the topology from {@code discover} (tests). */
     static void log(int rank, int localRank, Config config, Supplier<Topology> discover) {
+        log(rank, localRank, -1, config, discover);
+    }
+
+    static void log(int rank, int localRank, int localSize, Config config, Supplier<Topology> discover) {
         Topology t;
         try {
             t = host;
@@ -108,7 +142,8 @@ public final class NetInitReport {
                 t = discover.get();
                 host = t;
             }
-            Log.info(Log.Subsys.INIT, rank, line(t, rank, localRank, System.getenv("CUDA_VISIBLE_DEVICES"), Settings.IB_HCA.getString(config)));
+            Log.info(Log.Subsys.INIT, rank, line(t, rank, localRank, localSize, System.getenv("CUDA_VISIBLE_DEVICES"),
+                    Settings.CUDA_DEVICE.getString(config), Settings.IB_HCA.getString(config)));
         } catch (RuntimeException e) {
             Log.trace(Log.Subsys.INIT, rank, "GPU/NIC line skipped: topology discovery failed: " + e);
         }

@@ -226,27 +226,44 @@ public final class NicAssignment {
     }
 
     /**
-     * The NICs of local rank {@code localRank}: the assignment over the GPUs it can see (rank r uses
-     * visible GPU r, as {@code Cuda.deviceForLocalRank} does), or, on a host without GPUs, NIC
-     * {@code r mod NICs}. This is the call the RDMA transport makes.
+     * {@link #forLocalRank(Topology, int, int, String, String, String)} with the local size and
+     * {@code JCCL_CUDA_DEVICE} unknown.
+     */
+    public static List<Choice> forLocalRank(Topology topo, int localRank, String cudaVisibleDevices, String ibHca) {
+        return forLocalRank(topo, localRank, -1, cudaVisibleDevices, null, ibHca);
+    }
+
+    /**
+     * The NICs of local rank {@code localRank}: those of the GPU it drives ({@link GpuMapping}, the rule
+     * the runtime uses), from the assignment over the GPUs it sees, or, on a host without GPUs, NIC
+     * {@code r mod NICs}. A rank that the rule gives no GPU (its runtime fails and says why) is
+     * answered as if it drove visible GPU {@code r mod visible}. This is the call the RDMA transport makes.
      *
+     * @param localSize ranks on this host, -1 when unknown
      * @param cudaVisibleDevices the process's CUDA_VISIBLE_DEVICES, null when unset
+     * @param cudaDevice JCCL_CUDA_DEVICE, null when unset
      * @param ibHca the JCCL_IB_HCA value, null when unset
      * @return the rank's NICs, primary first; empty when the host has none
      */
-    public static List<Choice> forLocalRank(Topology topo, int localRank, String cudaVisibleDevices, String ibHca) {
+    public static List<Choice> forLocalRank(Topology topo, int localRank, int localSize, String cudaVisibleDevices, String cudaDevice,
+            String ibHca) {
         List<Nic> nics = candidates(topo, DeviceList.parse("JCCL_IB_HCA", ibHca, true));
         if (nics.isEmpty()) {
             return List.of();
         }
-        List<Gpu> visible = CudaVisibleDevices.resolve(topo, cudaVisibleDevices).visible();
-        if (visible.isEmpty()) {
+        CudaVisibleDevices cvd = CudaVisibleDevices.resolve(topo, cudaVisibleDevices);
+        List<Gpu> visible = cvd.visible();
+        Gpu mine = drivenGpu(topo, cvd, localRank, localSize, cudaDevice);
+        if (mine == null && !visible.isEmpty()) {
+            mine = visible.get(Math.floorMod(localRank, visible.size()));
+        }
+        if (mine == null) {
             Nic nic = nics.get(Math.floorMod(localRank, nics.size()));
             return List.of(new Choice(nic.name(), PciDistance.SYS));
         }
-        Gpu mine = visible.get(Math.floorMod(localRank, visible.size()));
         int all = topo.gpus().size();
-        if (visible.size() == 1 && all > 1 && topo.gpus().contains(mine)) {
+        int index = visible.indexOf(mine);
+        if (index < 0 || (visible.size() == 1 && all > 1)) {
             // One GPU per process (CUDA_VISIBLE_DEVICES=<r>, as Slurm and Kubernetes bind GPUs): assigned on its own, every
             // process would take the first of the NICs it ties on, and the GPUs sharing a switch would share one HCA while
             // the other idled (the "only 4 of 8 HCAs carried traffic" report). So the primary comes from the assignment of
@@ -261,6 +278,17 @@ public final class NicAssignment {
             return List.copyOf(out);
         }
         Result r = assign(visible.stream().map(Gpu::pci).toList(), nics, topo.singleNumaNode());
-        return r.perGpu().get(Math.floorMod(localRank, visible.size()));
+        return r.perGpu().get(index);
+    }
+
+    /** The physical GPU (of {@code topo}) that {@link GpuMapping} gives the rank, or null (no choice, or not placeable in sysfs). */
+    static Gpu drivenGpu(Topology topo, CudaVisibleDevices cvd, int localRank, int localSize, String cudaDevice) {
+        GpuMapping.Result r = GpuMapping.choose(GpuMapping.devices(cvd), cudaDevice, localRank, localSize, cvd.raw());
+        if (!r.ok()) {
+            return null;
+        }
+        int ordinal = r.choice().device().ordinal();
+        CudaVisibleDevices.Entry e = cvd.entries().get(ordinal);
+        return e.gpu();
     }
 }

@@ -82,6 +82,18 @@ public final class SysfsDiscovery {
                 container(), gpuProbe.status());
     }
 
+    /**
+     * NUMA nodes and GPUs only, for {@code jccl run}'s CPU binding (a full discovery reads every
+     * interface, RDMA port and limit, which a launcher does not need); the other parts are empty or unknown.
+     */
+    public Topology placement() {
+        List<NumaNode> numa = numaNodes();
+        long u = Topology.Limits.UNKNOWN;
+        return new Topology(hostname(), cpus(numa), numa, List.of(), List.of(), gpus(), new GpuDirect("", false, false, "", "", false),
+                new Topology.Shm(shmDir, -1, -1), new Topology.Limits(u, u, u, u, u, u, u), new Topology.Container("", ""),
+                gpuProbe.status());
+    }
+
     private Path p(String relative) {
         return root.resolve(relative);
     }

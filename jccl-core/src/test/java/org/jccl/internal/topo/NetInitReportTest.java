@@ -68,7 +68,13 @@ class NetInitReportTest {
         Topology dgx = Fixtures.discover("dgx8", dir.resolve("dgx"));
         // Local rank 0 with CUDA_VISIBLE_DEVICES=7 drives physical GPU 7 and its own HCA first.
         assertHas(NetInitReport.line(dgx, 5, 0, "7", null),
-                "rank 5 (local rank 0): GPU 7 (0000:b4:00.0, CUDA device 0 under CUDA_VISIBLE_DEVICES=7) -> NICs mlx5_7 (PIX), mlx5_6 (PIX)");
+                "rank 5 (local rank 0): GPU 7 (0000:b4:00.0, CUDA device 0 under CUDA_VISIBLE_DEVICES=7, the only GPU this process sees)"
+                        + " -> NICs mlx5_7 (PIX), mlx5_6 (PIX)");
+        // The same rule as the runtime: JCCL_CUDA_DEVICE wins, and a layout without a GPU per rank says so.
+        assertHas(NetInitReport.line(dgx, 1, 1, 4, "4,5,6,7", "3", null),
+                "rank 1 (local rank 1): GPU 7 (0000:b4:00.0, CUDA device 3 under CUDA_VISIBLE_DEVICES=4,5,6,7, JCCL_CUDA_DEVICE=3)");
+        assertHas(NetInitReport.line(dgx, 1, 1, 4, "4,5", null, null), "rank 1 (local rank 1): no GPU of its own by jccl's rule (local rank 1"
+                + " of 4 has no GPU of its own: it sees 2 GPUs", "-> NIC");
     }
 
     @Test

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -218,13 +219,89 @@ class TopoDoctorTest {
         Topology t = Fixtures.discover("dgx8", dir);
         assertHas(doctor(t, Map.of("CUDA_VISIBLE_DEVICES", "0,1,1,3"), 4).get("cuda-visible-devices"), Status.FAIL,
                 "GPU 0000:14:00.0 is listed twice ('1')", "list each GPU once");
+        // One environment for all: the four ranks would share GPU 2; the fix names the per-rank check.
         assertHas(doctor(t, Map.of("CUDA_VISIBLE_DEVICES", "2"), 4).get("cuda-visible-devices"), Status.FAIL,
-                "1 GPU(s) visible for 4 local ranks", "every rank sees the same single GPU", "start at most 1 ranks per host");
+                "CUDA_VISIBLE_DEVICES=2, the same for all 4 local ranks: two ranks on one GPU: ranks 0, 1, 2 and 3 are on one GPU of"
+                        + " host dgx01, 0000:33:00.0", "as CUDA device 0 (CUDA_VISIBLE_DEVICES=2; the only GPU this process sees)",
+                "--cuda-visible-devices-per-rank", "run jccl doctor inside each rank");
         assertHas(doctor(t, Map.of("CUDA_VISIBLE_DEVICES", "0,1,2,3"), 8).get("cuda-visible-devices"), Status.FAIL,
-                "local ranks 4-7 have no GPU of their own");
+                "local rank 0 of 8 has no GPU of its own: it sees 4 GPUs (0: 0000:13:00.0; 1: 0000:14:00.0; 2: 0000:33:00.0;"
+                        + " 3: 0000:34:00.0) with CUDA_VISIBLE_DEVICES=0,1,2,3 for 8 ranks on this host", "every local rank alike",
+                "start at most 4 ranks per host", "CUDA_VISIBLE_DEVICES=$JCCL_LOCAL_RANK");
         assertHas(doctor(t, Map.of("CUDA_VISIBLE_DEVICES", ""), 8).get("cuda-visible-devices"), Status.FAIL, "hides every one of the 8 GPUs");
         assertHas(doctor(t, Map.of("CUDA_VISIBLE_DEVICES", "4,5,6,7"), 4).get("cuda-visible-devices"), Status.PASS,
                 "local rank 0 -> GPU 4 (0000:93:00.0)", "local rank 3 -> GPU 7 (0000:b4:00.0)", "hidden: GPU 0 (0000:13:00.0)");
+        assertHas(doctor(t, Map.of("CUDA_VISIBLE_DEVICES", "3,2,1,0"), 4).get("cuda-visible-devices"), Status.PASS,
+                "local rank 0 -> GPU 3 (0000:34:00.0)", "local rank 3 -> GPU 0 (0000:13:00.0)");
+        // JCCL_CUDA_DEVICE, the same for every rank, puts them all on one GPU.
+        assertHas(doctor(t, Map.of("JCCL_CUDA_DEVICE", "1"), 2).get("cuda-visible-devices"), Status.FAIL,
+                "ranks 0 and 1 are on one GPU of host dgx01, 0000:14:00.0", "JCCL_CUDA_DEVICE=1)");
+        assertHas(doctor(t, Map.of("JCCL_CUDA_DEVICE", "9"), 1).get("cuda-visible-devices"), Status.FAIL,
+                "JCCL_CUDA_DEVICE=9 names CUDA device 9, but local rank 0 of 1 sees 8 GPUs");
+    }
+
+    // ---- one GPU per process, as launchers bind them
+
+    private static Report doctorPerRank(Topology t, Map<String, String> env, List<String> perRank, GpuProbe probe) {
+        return Doctor.run(new Doctor.Input(t, env, perRank.size(), DGX_NICS, probe, perRank, -1));
+    }
+
+    @Test
+    void perRankListsAreCheckedByTheRuntimesRule() {
+        Topology t = Fixtures.discover("dgx8", dir);
+        GpuProbe none = GpuProbe.absent("no NVML (test)");
+        assertHas(doctorPerRank(t, Map.of(), List.of("0", "1", "2", "3"), none).get("cuda-visible-devices"), Status.PASS,
+                "per-rank CUDA_VISIBLE_DEVICES 0:1:2:3", "local rank 1 -> GPU 1 (0000:14:00.0, CUDA_VISIBLE_DEVICES=1, the only GPU this"
+                        + " process sees)", "local rank 3 -> GPU 3 (0000:34:00.0");
+        assertHas(doctorPerRank(t, Map.of(), List.of("3", "2", "1", "0"), none).get("cuda-visible-devices"), Status.PASS,
+                "local rank 0 -> GPU 3 (0000:34:00.0, CUDA_VISIBLE_DEVICES=3");
+        // Two GPUs per rank: local rank r takes CUDA device r of its own pair.
+        assertHas(doctorPerRank(t, Map.of(), List.of("0,1", "2,3"), none).get("cuda-visible-devices"), Status.PASS,
+                "local rank 0 -> GPU 0 (0000:13:00.0, CUDA_VISIBLE_DEVICES=0,1)", "local rank 1 -> GPU 3 (0000:34:00.0, CUDA_VISIBLE_DEVICES=2,3)");
+        Finding shared = doctorPerRank(t, Map.of(), List.of("0", "2", "2", "3"), none).get("cuda-visible-devices");
+        assertHas(shared, Status.FAIL, "two ranks on one GPU: ranks 1 and 2 are on one GPU of host dgx01, 0000:33:00.0",
+                "rank 1 (host dgx01, local rank 1) as CUDA device 0 (CUDA_VISIBLE_DEVICES=2; the only GPU this process sees)",
+                "rank 2 (host dgx01, local rank 2) as CUDA device 0 (CUDA_VISIBLE_DEVICES=2;", "give each rank its own GPU");
+        assertTrue(!shared.message().contains("the same for all"), shared.toString());
+        // A rank without the variable sees all 8 and takes GPU number local rank: 1, which rank 0 has too.
+        assertHas(doctorPerRank(t, Map.of(), Arrays.asList("1", null), none).get("cuda-visible-devices"), Status.FAIL,
+                "ranks 0 and 1 are on one GPU", "CUDA_VISIBLE_DEVICES unset; by local rank 1 of 2");
+        assertHas(doctorPerRank(t, Map.of(), List.of("0", ""), none).get("cuda-visible-devices"), Status.FAIL,
+                "local rank 1 of 2 sees no GPU (CUDA_VISIBLE_DEVICES=)");
+        assertHas(doctorPerRank(t, Map.of(), List.of("0", "1,9"), none).get("cuda-visible-devices"), Status.FAIL,
+                "local rank 1: CUDA_VISIBLE_DEVICES=1,9: entry '9' is not a GPU index");
+    }
+
+    @Test
+    void uuidsResolveWithNvmlAndDuplicatesShowWithout() {
+        Path root = FixtureTree.expand("dgx8", dir.resolve("nvml"));
+        Topology t = new SysfsDiscovery(root, Map.of(), FsStats.fixed(1L << 40, 1L << 40), GpuMappingTest.uuids(), "/dev/shm").discover();
+        List<String> uuids = List.of("GPU-93a1", "GPU-94a1", "GPU-b3a1b2c3-1111-2222-3333-4444555566b3", "GPU-b4");
+        assertHas(doctorPerRank(t, Map.of(), uuids, GpuMappingTest.uuids()).get("cuda-visible-devices"), Status.PASS,
+                "local rank 0 -> GPU 4 (0000:93:00.0, CUDA_VISIBLE_DEVICES=GPU-93a1", "local rank 3 -> GPU 7 (0000:b4:00.0");
+        assertHas(doctorPerRank(t, Map.of(), List.of("GPU-93a1", "GPU-93a1b2"), GpuMappingTest.uuids()).get("cuda-visible-devices"),
+                Status.FAIL, "ranks 0 and 1 are on one GPU of host dgx01, 0000:93:00.0, GPU-93a1b2c3-1111-2222-3333-444455556693");
+        // Without NVML: the same text is the same GPU; others pass with a note that they were not checked.
+        Topology blind = Fixtures.discover("dgx8", dir.resolve("blind"));
+        GpuProbe none = GpuProbe.absent("libnvidia-ml.so.1 was not found (test)");
+        assertHas(doctorPerRank(blind, Map.of(), List.of("GPU-93a1", "GPU-93a1"), none).get("cuda-visible-devices"), Status.FAIL,
+                "ranks 0 and 1 are on one GPU of host dgx01, GPU-93a1");
+        assertHas(doctorPerRank(blind, Map.of(), List.of("GPU-93a1", "GPU-94a1"), none).get("cuda-visible-devices"), Status.PASS,
+                "local rank 0 -> CUDA device 0 (GPU-93a1, CUDA_VISIBLE_DEVICES=GPU-93a1", "not checked against this host without NVML"
+                        + " (libnvidia-ml.so.1 was not found (test)): GPU-93a1, GPU-94a1");
+    }
+
+    @Test
+    void aDoctorInsideARankAnswersForThatRank() {
+        Topology t = Fixtures.discover("dgx8", dir);
+        Report r = Doctor.run(new Doctor.Input(t, Map.of("CUDA_VISIBLE_DEVICES", "2"), 4, DGX_NICS, GpuProbe.absent("-"), null, 2));
+        assertHas(r.get("cuda-visible-devices"), Status.PASS, "CUDA_VISIBLE_DEVICES=2: local rank 2 -> GPU 2 (0000:33:00.0, the only GPU"
+                + " this process sees)", "this doctor runs as local rank 2 of 4", "run it in every rank");
+        Report bad = Doctor.run(new Doctor.Input(t, Map.of("CUDA_VISIBLE_DEVICES", "0,1"), 4, DGX_NICS, GpuProbe.absent("-"), null, 1));
+        assertHas(bad.get("cuda-visible-devices"), Status.FAIL, "local rank 1 of 4 has no GPU of its own");
+        assertEquals(Map.entry("JCCL_LOCAL_RANK", 3), Doctor.localRankFromEnv(Map.of("JCCL_LOCAL_RANK", "3", "SLURM_LOCALID", "1")));
+        assertEquals(Map.entry("SLURM_LOCALID", 1), Doctor.localRankFromEnv(Map.of("SLURM_LOCALID", "1")));
+        assertEquals(null, Doctor.localRankFromEnv(Map.of("LOCAL_RANK", "x")));
     }
 
     @Test

@@ -102,6 +102,8 @@ public final class CudaDriver {
     private static final MethodHandle cuDeviceGetAttribute = fn("cuDeviceGetAttribute", rc(ADDRESS, JAVA_INT, JAVA_INT));
     private static final MethodHandle cuDeviceGetPCIBusId = fn("cuDeviceGetPCIBusId", rc(ADDRESS, JAVA_INT, JAVA_INT));
     private static final MethodHandle cuDeviceGetUuid = fn("cuDeviceGetUuid_v2", rc(ADDRESS, JAVA_INT));
+    /** The first version: for a MIG instance it gives the GPU's UUID where _v2 gives the instance's (null when absent). */
+    private static final MethodHandle cuDeviceGetUuidV1 = fn("cuDeviceGetUuid", rc(ADDRESS, JAVA_INT));
     private static final MethodHandle cuDeviceTotalMem = fn("cuDeviceTotalMem_v2", rc(ADDRESS, JAVA_INT));
     private static final MethodHandle cuDeviceCanAccessPeer = fn("cuDeviceCanAccessPeer", rc(ADDRESS, JAVA_INT, JAVA_INT));
     private static final MethodHandle cuDevicePrimaryCtxRetain = fn("cuDevicePrimaryCtxRetain", rc(ADDRESS, JAVA_INT));
@@ -317,22 +319,38 @@ public final class CudaDriver {
         }
     }
 
-    /** The 16-byte GPU UUID, formatted like nvidia-smi (GPU-xxxxxxxx-xxxx-...). */
+    /**
+     * The device's UUID formatted like nvidia-smi -L: {@code GPU-xxxxxxxx-xxxx-...}, or {@code MIG-...} for
+     * a MIG instance (cuDeviceGetUuid_v2 gives the instance's UUID, the first cuDeviceGetUuid its
+     * GPU's: they differ only for a MIG instance).
+     */
     public static String uuid(int dev) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment v = a.allocate(16);
             check((int) cuDeviceGetUuid.invokeExact(v, dev), "cuDeviceGetUuid(dev=" + dev + ")");
-            StringBuilder sb = new StringBuilder("GPU-");
-            for (int i = 0; i < 16; i++) {
-                if (i == 4 || i == 6 || i == 8 || i == 10) {
-                    sb.append('-');
+            boolean mig = false;
+            if (cuDeviceGetUuidV1 != null) {
+                MemorySegment v1 = a.allocate(16);
+                if ((int) cuDeviceGetUuidV1.invokeExact(v1, dev) == 0) {
+                    mig = v1.mismatch(v) >= 0;
                 }
-                sb.append(String.format("%02x", v.get(JAVA_BYTE, i) & 0xff));
             }
-            return sb.toString();
+            return formatUuid(mig ? "MIG-" : "GPU-", v.toArray(JAVA_BYTE));
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    /** {@code prefix} + the 16 bytes as 8-4-4-4-12 hex digits. */
+    public static String formatUuid(String prefix, byte[] b) {
+        StringBuilder sb = new StringBuilder(prefix);
+        for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) {
+                sb.append('-');
+            }
+            sb.append(String.format("%02x", b[i] & 0xff));
+        }
+        return sb.toString();
     }
 
     public static long totalMem(int dev) {

@@ -108,7 +108,7 @@ public final class IpcExchange implements Exchange {
                 CudaDriver.memFree(signal);
                 throw new InvalidUsageException("ranks " + other + " and " + q + " are both bound to the same GPU: GPU " + ordinal
                         + " (" + busId + ", " + id + ") is used twice; every rank needs a GPU of its own. Map local ranks to GPUs"
-                        + " one to one (Cuda.deviceForLocalRank), and check CUDA_VISIBLE_DEVICES="
+                        + " one to one (Cuda.deviceFor), and check CUDA_VISIBLE_DEVICES="
                         + System.getenv("CUDA_VISIBLE_DEVICES") + " and the launcher's settings");
             }
         }
