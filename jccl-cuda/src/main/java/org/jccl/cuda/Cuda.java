@@ -86,7 +86,7 @@ public final class Cuda {
     public static CudaDevice deviceFor(int localRank, int localSize, Config config) {
         GpuMapping.Choice c = select(localRank, localSize, config).orThrow();
         CudaDevice d = device(c.device().ordinal());
-        d.chosenBecause(c.why());
+        d.chosenBecause(localRank, c.why());
         return d;
     }
 

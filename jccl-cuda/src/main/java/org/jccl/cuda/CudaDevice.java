@@ -18,8 +18,15 @@ public final class CudaDevice {
     private final int ccMajor;
     private final int ccMinor;
     private volatile MemorySegment context;
-    /** Why this process drives this GPU, when {@link Cuda#deviceFor} chose it (for the INIT line and the claims table). */
-    private volatile String chosenBecause;
+    /**
+     * Why jccl's rule chose this GPU for local rank {@code chosenFor.localRank} ({@link Cuda#deviceFor}), for the INIT line and
+     * the claims table; null until the rule chose it. Keyed by local rank because one device object serves every thread of
+     * the process: a rank that was handed this GPU by the program must not report another rank's reason.
+     */
+    private volatile Choice chosenFor;
+
+    private record Choice(int localRank, String why) {
+    }
 
     CudaDevice(int ordinal) {
         this.ordinal = ordinal;
@@ -32,15 +39,18 @@ public final class CudaDevice {
         this.ccMinor = CudaDriver.deviceAttribute(handle, CudaDriver.ATTR_COMPUTE_CAPABILITY_MINOR);
     }
 
-    /** Records why jccl's rule chose this GPU ({@link Cuda#deviceFor}). */
-    void chosenBecause(String why) {
-        chosenBecause = why;
+    /** Records why jccl's rule chose this GPU for {@code localRank} ({@link Cuda#deviceFor}). */
+    void chosenBecause(int localRank, String why) {
+        chosenFor = new Choice(localRank, why);
     }
 
-    /** Why jccl's rule chose this GPU, or "given by the program" when it was passed in without the rule. */
-    String chosenBecause() {
-        String w = chosenBecause;
-        return w == null ? "given by the program" : w;
+    /**
+     * Why jccl's rule chose this GPU for {@code localRank}, or "given by the program" when the rule chose it for no rank or
+     * for another local rank (the program passed it in).
+     */
+    String chosenBecause(int localRank) {
+        Choice c = chosenFor;
+        return c == null || c.localRank() != localRank ? "given by the program" : c.why();
     }
 
     /** This GPU as {@link org.jccl.internal.topo.GpuMapping} sees it. */

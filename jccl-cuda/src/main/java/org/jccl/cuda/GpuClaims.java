@@ -36,7 +36,7 @@ final class GpuClaims {
         int[] place = Cuda.localPlace(comm, config);
         String cvd = System.getenv("CUDA_VISIBLE_DEVICES");
         Claim mine = Claim.of(rank, layout.hostHash(), layout.host(), ProcessHandle.current().pid(), place[0], device.mappingDevice(),
-                cvd, device.chosenBecause());
+                cvd, device.chosenBecause(place[0]));
         byte[] all = new byte[Claim.BYTES * n];
         comm.allGather(Buffer.of(mine.encode()), Buffer.of(all));
         List<Claim> table = Claim.decodeAll(all, n);
@@ -54,6 +54,6 @@ final class GpuClaims {
     static String line(int rank, int localRank, int localSize, CudaDevice device, String cvd) {
         return "rank " + rank + " (local rank " + (localRank < 0 ? "unknown" : localRank + (localSize > 0 ? " of " + localSize : ""))
                 + ") -> GPU " + device.ordinal() + " (" + device.mappingDevice().identity() + ", " + device.name() + "): "
-                + device.chosenBecause() + "; " + GpuMapping.cvdText(cvd);
+                + device.chosenBecause(localRank) + "; " + GpuMapping.cvdText(cvd);
     }
 }
