@@ -83,7 +83,8 @@ class GpuPerProcessTest {
         CudaDevice last = Cuda.device(n - 1);
         CudaDevice chosen = Cuda.deviceFor(0, n, none.with("JCCL_CUDA_DEVICE", last.uuid().substring(0, 13)));
         assertEquals(last, chosen);
-        assertEquals("JCCL_CUDA_DEVICE=" + last.uuid().substring(0, 13), chosen.chosenBecause());
+        assertEquals("JCCL_CUDA_DEVICE=" + last.uuid().substring(0, 13), chosen.chosenBecause(0));
+        assertEquals("given by the program", chosen.chosenBecause(1), "a reason recorded for local rank 0 is not another rank's");
         InvalidUsageException e = org.junit.jupiter.api.Assertions.assertThrows(InvalidUsageException.class,
                 () -> Cuda.deviceFor(0, n, none.with("JCCL_CUDA_DEVICE", Integer.toString(n))));
         assertTrue(e.getMessage().contains("JCCL_CUDA_DEVICE=" + n + " names CUDA device " + n), e.getMessage());
