@@ -119,6 +119,25 @@ class MpirunTest {
         }
     }
 
+    /**
+     * jccl's PMIx client (libpmix through FFM) against mpirun's PMIx server: 3 ranks put, commit,
+     * fence and read each other's values, twice.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void pmixPutFenceGetBetweenThreeRanks() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            procs.start("mpirun", mpirunCommand(3, Map.of(), Processes.javaMain(PmixProbe.class.getName(), "3")), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            for (int r = 0; r < 3; r++) {
+                assertTrue(out.contains("PMIX OK rank " + r + " of 3 ns "), out);
+            }
+        }
+    }
+
     private static int count(String text, String what) {
         int n = 0;
         for (int i = text.indexOf(what); i >= 0; i = text.indexOf(what, i + 1)) {
