@@ -167,7 +167,25 @@ public final class LaunchEnvironment {
         }
         String given = commIdVar != null ? commIdVar + "=" + env.get(commIdVar).trim()
                 : "MASTER_ADDR:MASTER_PORT=" + env.get("MASTER_ADDR").trim() + ":" + masterPort(env);
-        return new FixedAddressExchange(root, given, true);
+        return new FixedAddressExchange(root, given, true, elsewhere(c, env));
+    }
+
+    /**
+     * Why this rank knows that rank 0 is on another host, or null: torchrun numbers its hosts (nodes)
+     * with GROUP_RANK and puts global rank 0 on node 0.
+     */
+    private static String elsewhere(Convention c, Map<String, String> env) {
+        if (c == Convention.TORCHRUN) {
+            String g = env.get("GROUP_RANK");
+            try {
+                if (g != null && Integer.parseInt(g.trim()) > 0) {
+                    return "this is torchrun node GROUP_RANK=" + g.trim() + "; rank 0 runs on node 0";
+                }
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+        return null;
     }
 
     private static String masterPort(Map<String, String> env) {

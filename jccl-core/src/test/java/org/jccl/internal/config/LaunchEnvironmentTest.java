@@ -335,6 +335,25 @@ class LaunchEnvironmentTest {
     }
 
     @Test
+    void aLoopbackMasterAddrOnAnotherTorchrunNodeFailsNamingNameResolution() {
+        Map<String, String> e = torchrun();
+        e.put("MASTER_ADDR", "localhost");
+        e.put("GROUP_RANK", "1");
+        Config.Launch l = detect(e);
+        ConfigException x = assertThrows(ConfigException.class, () -> l.exchange().lookup(Config.defaults(), System.nanoTime()));
+        String m = x.getMessage();
+        assertTrue(m.startsWith("MASTER_ADDR:MASTER_PORT=localhost:29501 resolves to 127.0.0.1 on this host"), m);
+        assertTrue(m.contains("a loopback address, but rank 0 runs on another host (this is torchrun node GROUP_RANK=1; rank 0 runs on"
+                + " node 0)") && m.contains("getent hosts localhost") && m.contains("127.0.1.1"), m);
+        e.put("MASTER_ADDR", "127.0.0.1");
+        m = assertThrows(ConfigException.class, () -> detect(e).exchange().lookup(Config.defaults(), System.nanoTime())).getMessage();
+        assertTrue(m.contains("Give the address of rank 0's host that the other hosts reach"), m);
+        // On rank 0's node a loopback address is fine.
+        e.put("GROUP_RANK", "0");
+        assertEquals(29501, detect(e).exchange().lookup(Config.defaults(), System.nanoTime()).addresses().getFirst().getPort());
+    }
+
+    @Test
     void configFromEnvironmentCarriesTheLaunch() {
         Config c = Config.fromEnvironment(torchrun());
         assertEquals("torchrun", c.launch().orElseThrow().convention());
