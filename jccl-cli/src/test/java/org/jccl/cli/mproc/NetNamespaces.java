@@ -35,6 +35,7 @@ final class NetNamespaces implements AutoCloseable {
     private final String tag;
     private final int hosts;
     private final List<String> created = new ArrayList<>();
+    private final List<Path> etcDirs = new ArrayList<>();
 
     private NetNamespaces(String tag, int hosts) {
         this.tag = tag;
@@ -105,6 +106,19 @@ final class NetNamespaces implements AutoCloseable {
         List<String> c = new ArrayList<>(List.of(tool("ip"), "netns", "exec", host(i)));
         c.addAll(command);
         return c;
+    }
+
+    /**
+     * Gives host {@code i} its own {@code /etc/hosts} with {@code lines}: {@code ip netns exec} mounts
+     * {@code /etc/netns/<namespace>/hosts} over {@code /etc/hosts} for what it runs, so each host
+     * resolves names its own way (e.g. its own name to 127.0.1.1, as Debian installs it). Removed by
+     * {@link #close()}.
+     */
+    void hosts(int i, String lines) throws IOException {
+        Path dir = Path.of("/etc/netns", host(i));
+        Files.createDirectories(dir);
+        etcDirs.add(dir);
+        Files.writeString(dir.resolve("hosts"), "127.0.0.1 localhost\n" + lines + "\n");
     }
 
     /** Takes host {@code i}'s switch port down: nothing it sends arrives, nothing reaches it, no error anywhere. */
@@ -274,6 +288,15 @@ final class NetNamespaces implements AutoCloseable {
             }
         }
         created.clear();
+        for (Path d : etcDirs) {
+            try {
+                Files.deleteIfExists(d.resolve("hosts"));
+                Files.deleteIfExists(d);
+            } catch (IOException e) {
+                // Best effort: an /etc/netns directory of a deleted namespace is never used again.
+            }
+        }
+        etcDirs.clear();
     }
 
     // ------------------------------------------------------------------------------------------ helpers

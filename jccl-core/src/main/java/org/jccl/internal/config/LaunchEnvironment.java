@@ -8,6 +8,8 @@ import java.util.Optional;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.JcclId;
+import org.jccl.internal.bootstrap.FixedAddressExchange;
+import org.jccl.internal.bootstrap.RootExchange;
 
 /**
  * Reads the job identity (rank, world size, local rank, bootstrap root, secret) from the variables
@@ -27,8 +29,11 @@ import org.jccl.JcclId;
  * </ol>
  * Open MPI and Slurm say nothing about a rendezvous address, so the root is {@code JCCL_COMM_ID},
  * else {@code MASTER_ADDR}:{@code MASTER_PORT} ({@code MASTER_PORT} defaults to {@value #DEFAULT_PORT}).
- * The secret is always {@code JCCL_AUTH_TOKEN}: a launcher's variables are visible to anyone who
- * can list processes on the node, and a job must not be joinable by guessing a port.
+ * The secret is {@code JCCL_AUTH_TOKEN} when set, else the per-user secret file ({@link UserSecret},
+ * {@code ~/.jccl/secret} or {@code JCCL_SECRET_FILE}); a launcher's own variables are never taken
+ * for a secret (anyone who can list processes on the node sees them), and a job must not be
+ * joinable by guessing a port. How rank 0's root address reaches the other ranks is the launch's
+ * {@link RootExchange}.
  *
  * <p>The order matters where launchers nest: mpirun inside a Slurm allocation leaves the
  * allocation's {@code SLURM_*} variables in place, and torchrun under srun sets its own {@code RANK};
@@ -96,10 +101,18 @@ public final class LaunchEnvironment {
      *         names every variable involved and the fix
      */
     public static Optional<Config.Launch> detect(Map<String, String> env) {
+        return detect(env, System.getProperty("user.home"));
+    }
+
+    /**
+     * {@link #detect(Map)} with {@code userHome} as the home directory of the per-user secret file
+     * ({@code <userHome>/.jccl/secret} unless {@code JCCL_SECRET_FILE} is set).
+     */
+    public static Optional<Config.Launch> detect(Map<String, String> env, String userHome) {
         Convention[] all = Convention.values();
         for (int i = 0; i < all.length; i++) {
             if (all[i].present(env)) {
-                return Optional.of(read(all[i], env, later(all, i, env)));
+                return Optional.of(read(all[i], env, userHome, later(all, i, env)));
             }
         }
         return Optional.empty();
@@ -115,7 +128,7 @@ public final class LaunchEnvironment {
         return null;
     }
 
-    private static Config.Launch read(Convention c, Map<String, String> env, Convention shadowed) {
+    private static Config.Launch read(Convention c, Map<String, String> env, String userHome, Convention shadowed) {
         List<String> problems = new ArrayList<>();
         Integer size = number(env, c.sizeVar, c.sizeFallbackVar, "the number of ranks in the job", 1, problems);
         Integer rank = number(env, c.rankVar, null, "this process's rank, an integer from 0 to " + (size != null ? Integer.toString(size - 1) : c.sizeVar + "-1"), 0, problems);
@@ -129,15 +142,55 @@ public final class LaunchEnvironment {
             problems.add(c.localVar + "=" + local + " is not below " + sizeName(c, env) + "=" + size + ": a local rank cannot exceed the"
                     + " number of ranks");
         }
-        InetSocketAddress root = root(c, env, problems);
-        byte[] secret = secret(c, env, problems);
+        RootExchange exchange = exchange(c, env, problems);
+        JobSecret secret = secret(c, env, userHome, problems);
         if (!problems.isEmpty()) {
             String hint = shadowed == null ? "" : "; if the " + shadowed.label + " variables (" + shadowed.rankVar + " is set) describe"
                     + " the job you meant, unset " + c.marker(env) + " so they are used";
             throw new ConfigException(String.join("; ", problems) + " (launcher convention " + c.label + ", detected from "
                     + c.marker(env) + hint + ")");
         }
-        return new Config.Launch(c.label, JcclId.of(root, secret), rank, size, local);
+        return new Config.Launch(c.label, rank, size, local, exchange, secret);
+    }
+
+    /**
+     * How rank 0's root address reaches the others. {@code JCCL_COMM_ID} (or {@code NCCL_COMM_ID})
+     * always wins: a fixed address. Otherwise each convention's own channel; today every one ends in
+     * a fixed address ({@code MASTER_ADDR}:{@code MASTER_PORT}), where rank 0 also listens on the
+     * interface jccl selects.
+     */
+    private static RootExchange exchange(Convention c, Map<String, String> env, List<String> problems) {
+        String commIdVar = env.containsKey(COMM_ID) ? COMM_ID : env.containsKey(NCCL_COMM_ID) ? NCCL_COMM_ID : null;
+        InetSocketAddress root = root(c, env, problems);
+        if (root == null) {
+            return null;
+        }
+        String given = commIdVar != null ? commIdVar + "=" + env.get(commIdVar).trim()
+                : "MASTER_ADDR:MASTER_PORT=" + env.get("MASTER_ADDR").trim() + ":" + masterPort(env);
+        return new FixedAddressExchange(root, given, true, elsewhere(c, env));
+    }
+
+    /**
+     * Why this rank knows that rank 0 is on another host, or null: torchrun numbers its hosts (nodes)
+     * with GROUP_RANK and puts global rank 0 on node 0.
+     */
+    private static String elsewhere(Convention c, Map<String, String> env) {
+        if (c == Convention.TORCHRUN) {
+            String g = env.get("GROUP_RANK");
+            try {
+                if (g != null && Integer.parseInt(g.trim()) > 0) {
+                    return "this is torchrun node GROUP_RANK=" + g.trim() + "; rank 0 runs on node 0";
+                }
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+        return null;
+    }
+
+    private static String masterPort(Map<String, String> env) {
+        String port = env.get("MASTER_PORT");
+        return port == null || port.isBlank() ? Integer.toString(DEFAULT_PORT) : port.trim();
     }
 
     private static String sizeName(Convention c, Map<String, String> env) {
@@ -227,15 +280,30 @@ public final class LaunchEnvironment {
         }
     }
 
-    private static byte[] secret(Convention c, Map<String, String> env, List<String> problems) {
+    /**
+     * The job secret: {@code JCCL_AUTH_TOKEN} when set (it wins over everything), else the per-user
+     * secret file ({@code JCCL_SECRET_FILE}, else {@code ~/.jccl/secret}), read or made only when the
+     * job is initialised. A launcher channel that carries a secret (PMIx) comes between the two;
+     * the root exchange says whether it does.
+     */
+    private static JobSecret secret(Convention c, Map<String, String> env, String userHome, List<String> problems) {
         String token = env.get(AUTH_TOKEN);
-        if (token == null || token.isBlank()) {
-            problems.add(AUTH_TOKEN + " is " + (token == null ? "not set" : "empty") + ": every rank needs the same 32-hex-digit secret;"
-                    + " make one with `openssl rand -hex 16` and export it to all ranks" + c.exportHint);
+        if (token == null) {
+            try {
+                return JobSecret.file(UserSecret.location(env, userHome));
+            } catch (ConfigException e) {
+                problems.add(e.getMessage());
+                return null;
+            }
+        }
+        if (token.isBlank()) {
+            problems.add(AUTH_TOKEN + " is set but empty: every rank needs the same 32-hex-digit secret; make one with"
+                    + " `openssl rand -hex 16` and export it to all ranks" + c.exportHint + ", or unset it to use the per-user"
+                    + " secret file ~/.jccl/secret");
             return null;
         }
         try {
-            return JcclId.parseSecret(token, AUTH_TOKEN);
+            return JobSecret.explicit(JcclId.parseSecret(token, AUTH_TOKEN), AUTH_TOKEN);
         } catch (ConfigException e) {
             problems.add(e.getMessage() + " and give every rank the same value");
             return null;
