@@ -120,6 +120,39 @@ class MpirunTest {
     }
 
     /**
+     * What issue 18 asks for: mpirun with no {@code -x} and no JCCL variable at all. Rank 0's
+     * address and the job secret go through mpirun's PMIx server; the ranks' home directory
+     * ({@code user.home}) is an empty directory, and no secret file appears in it (the secret did not
+     * come from the per-user file). Every collective is checked.
+     */
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void collectiveCheckUnderMpirunWithNothingExtra() throws Exception {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        Path home = Files.createTempDirectory("jccl-mpirun-home");
+        try (Processes procs = new Processes()) {
+            List<String> program = new ArrayList<>(Processes.collectiveCheck("--counts", "0,7,1000", "--types", "float32,int64,bfloat16",
+                    "--reduce-ops", "sum,min"));
+            program.add(1, "-Duser.home=" + home);
+            program.add("--verbose");
+            procs.start("mpirun", mpirunCommand(3, Map.of(), program), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(130));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            Processes.checkOk(out);
+            for (int r = 0; r < 3; r++) {
+                assertTrue(out.contains("rank " + r + " of 3: joined through the Open MPI launcher convention"), out);
+                assertTrue(out.contains("rank " + r + ": rank 0's address through the PMIx server of Open MPI (namespace "), out);
+            }
+            assertTrue(!Files.exists(home.resolve(".jccl")), "a secret file was made in " + home + ": the secret did not come through PMIx");
+        } finally {
+            Files.deleteIfExists(home.resolve(".jccl/secret"));
+            Files.deleteIfExists(home.resolve(".jccl"));
+            Files.deleteIfExists(home);
+        }
+    }
+
+    /**
      * jccl's PMIx client (libpmix through FFM) against mpirun's PMIx server: 3 ranks put, commit,
      * fence and read each other's values, twice.
      */

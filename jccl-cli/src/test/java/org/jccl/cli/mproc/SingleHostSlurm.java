@@ -138,6 +138,9 @@ final class SingleHostSlurm implements AutoCloseable {
                 "ReturnToService=2",
                 "SchedulerType=sched/builtin",
                 "KillWait=2",
+                // sbatch --wait polls every 2 s, then 8, then 32 unless MinJobAge/2 caps it: keep it at 2 s (a finished job's
+                // record then stays 4 s, twice the poll).
+                "MinJobAge=4",
                 // The mpi/pmix plugin makes <TmpFS>/spmix_appdir_<uid>_<job>.<step>, and job ids restart with each fresh
                 // cluster: a directory left by an earlier one (a killed step) would fail the launch.
                 "TmpFS=" + dir.resolve("tmp"),
