@@ -10,6 +10,7 @@ import org.jccl.ConfigException;
 import org.jccl.JcclId;
 import org.jccl.internal.bootstrap.FixedAddressExchange;
 import org.jccl.internal.bootstrap.RootExchange;
+import org.jccl.internal.bootstrap.TorchStoreExchange;
 import org.jccl.internal.launch.LauncherChannels;
 import org.jccl.internal.launch.Pmix;
 import org.jccl.internal.launch.PmixException;
@@ -66,6 +67,8 @@ public final class LaunchEnvironment {
     private static final String AUTH_TOKEN = "JCCL_AUTH_TOKEN";
     private static final String COMM_ID = "JCCL_COMM_ID";
     private static final String NCCL_COMM_ID = "NCCL_COMM_ID";
+    /** Set by torchrun's agent: "True" when the agent serves a TCPStore at MASTER_ADDR:MASTER_PORT for the workers. */
+    static final String AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE";
 
     /** How one launcher names rank, size and local rank, and how to pass a variable through it. */
     private enum Convention {
@@ -189,9 +192,11 @@ public final class LaunchEnvironment {
 
     /**
      * How rank 0's root address reaches the others. {@code JCCL_COMM_ID} (or {@code NCCL_COMM_ID})
-     * always wins: a fixed address. Otherwise each convention's own channel; today every one ends in
-     * a fixed address ({@code MASTER_ADDR}:{@code MASTER_PORT}), where rank 0 also listens on the
-     * interface jccl selects.
+     * always wins: a fixed address. Under torchrun with {@code TORCHELASTIC_USE_AGENT_STORE=True} the
+     * agent's TCPStore at {@code MASTER_ADDR}:{@code MASTER_PORT} carries rank 0's address (that port
+     * is the agent's); otherwise a fixed address ({@code MASTER_ADDR}:{@code MASTER_PORT}: under
+     * torchrun without the agent store nobody holds it, as torch's own rank 0 would bind it), where
+     * rank 0 also listens on the interface jccl selects.
      */
     private static RootExchange exchange(Convention c, Map<String, String> env, int rank, List<String> problems) {
         String commIdVar = env.containsKey(COMM_ID) ? COMM_ID : env.containsKey(NCCL_COMM_ID) ? NCCL_COMM_ID : null;
@@ -210,6 +215,11 @@ public final class LaunchEnvironment {
                 problems.set(problems.size() - 1, problems.getLast() + " (" + whyNoChannel + ")");
             }
             return null;
+        }
+        if (commIdVar == null && c == Convention.TORCHRUN && "True".equals(env.get(AGENT_STORE))) {
+            // torchrun's agent serves a TCPStore at MASTER_ADDR:MASTER_PORT: never bind that port, publish through the store.
+            return new TorchStoreExchange(root, env.get("MASTER_ADDR").trim() + ":" + masterPort(env), env.get("TORCHELASTIC_RUN_ID"),
+                    env.get("TORCHELASTIC_RESTART_COUNT"), rank);
         }
         String given = commIdVar != null ? commIdVar + "=" + env.get(commIdVar).trim()
                 : "MASTER_ADDR:MASTER_PORT=" + env.get("MASTER_ADDR").trim() + ":" + masterPort(env);
