@@ -21,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code mpirun -H host1:2,host2:2} over two "hosts": network namespaces joined by a bridge
  * ({@link NetNamespaces}), each with its own host name (a UTS namespace) that both resolve
- * ({@code /etc/netns/<ns>/hosts}), mpirun started in the first
+ * ({@link NetNamespaces#hosts}), mpirun started in the first
  * and its daemon in the second through an rsh agent that enters that host's namespaces instead of
  * ssh. No {@code -x} and no variable that forms the job: rank 0's address and the secret go through
  * Open MPI's PMIx servers (one per host, joined by the fence), the ranks tell hosts apart by their
@@ -50,15 +50,10 @@ class MpirunHostsProcessesTest {
         String unshare = tool("unshare");
         assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
         assumeTrue(unshare != null, "unshare not found (Debian package util-linux)");
-        List<Path> etc = new ArrayList<>();
         try (NetNamespaces net = NetNamespaces.create(2); Processes procs = new Processes()) {
-            // Each host resolves the host names (as on a cluster): `ip netns exec` mounts /etc/netns/<ns>/hosts on /etc/hosts.
-            String hosts = "127.0.0.1 localhost\n" + NetNamespaces.address(0) + " node0\n" + NetNamespaces.address(1) + " node1\n";
+            // Each host resolves the host names, as on a cluster.
             for (int i = 0; i < 2; i++) {
-                Path d = Path.of("/etc/netns", net.host(i));
-                Files.createDirectories(d);
-                etc.add(d);
-                Files.writeString(d.resolve("hosts"), hosts);
+                net.hosts(i, NetNamespaces.address(0) + " node0\n" + NetNamespaces.address(1) + " node1");
             }
             // The rsh agent mpirun calls as `agent <host> <command>`: host 10.213.0.<i+1> is namespace i, named node<i>.
             StringBuilder agent = new StringBuilder("#!/bin/sh\nhost=\"$1\"; shift\ncase \"$host\" in\n");
@@ -114,13 +109,6 @@ class MpirunHostsProcessesTest {
             }
             assertTrue(connections > 0, "no TCP connection between the hosts:\n" + out);
             assertTrue(!Files.exists(home.resolve(".jccl")), "a secret file was made: the secret did not come through PMIx");
-        } finally {
-            for (Path d : etc) {
-                Files.deleteIfExists(d.resolve("hosts"));
-                Files.deleteIfExists(d);
-            }
-            // /etc/netns itself stays: another test may be using it at this moment; an empty directory changes nothing.
         }
     }
-
 }
