@@ -152,6 +152,42 @@ class MpirunTest {
         }
     }
 
+    /** Two Jccl.init in a row in the same processes: each runs its own exchange through PMIx (a fresh key), both all-reduce right. */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void twoInitsInTheSameProcessesThroughPmix() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            procs.start("mpirun", mpirunCommand(2, Map.of(), Processes.javaMain(InitTwiceRank.class.getName(), "twice")), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            assertTrue(out.contains("TWICE OK rank 0") && out.contains("TWICE OK rank 1"), out);
+        }
+    }
+
+    /**
+     * A rank that never reaches Jccl.init within JCCL_INIT_TIMEOUT (5 s here): the others do not
+     * hang in the PMIx fence; they fail once the deadline passes, naming the channel.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRankThatNeverArrivesFailsTheOthersInThePmixFence() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            long t0 = System.nanoTime();
+            procs.start("mpirun", mpirunCommand(2, Map.of("JCCL_INIT_TIMEOUT", "5"),
+                    Processes.javaMain(InitTwiceRank.class.getName(), "late", "1", "90")), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            long seconds = (System.nanoTime() - t0) / 1_000_000_000L;
+            String out = procs.outputs();
+            assertTrue(codes.getFirst() != 0, "mpirun succeeded although rank 1 never joined\n" + out);
+            assertTrue(out.contains("INIT FAILED after ") && out.contains("JcclTimeoutException") && out.contains("PMIx_Fence")
+                    && out.contains("the PMIx server of Open MPI"), out);
+            assertTrue(seconds < 60, "took " + seconds + " s: rank 0 should give up about 5 s after it arrived\n" + out);
+        }
+    }
+
     /**
      * jccl's PMIx client (libpmix through FFM) against mpirun's PMIx server: 3 ranks put, commit,
      * fence and read each other's values, twice.

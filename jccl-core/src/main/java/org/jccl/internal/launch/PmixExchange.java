@@ -1,6 +1,5 @@
 package org.jccl.internal.launch;
 
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,8 +19,7 @@ import org.jccl.internal.net.Interfaces;
 
 /**
  * Rank 0's bootstrap root published through the launcher's PMIx server (mpirun, {@code srun
- * --mpi=pmix}): rank 0 binds an ephemeral port on the interface jccl selects (and on loopback, for
- * the ranks of its own host), puts its addresses, its host identity and a fresh job secret under a
+ * --mpi=pmix}): rank 0 binds an ephemeral port on the interface jccl selects, puts its addresses, its host identity and a fresh job secret under a
  * key of this job, commits; every rank joins a fence that collects the job's data; the others read
  * rank 0's value. The PMIx server serves a job's data only to that job's processes, so the channel
  * may carry the secret ({@link #carriesSecret()}).
@@ -70,15 +68,14 @@ public final class PmixExchange implements RootExchange {
         return true;
     }
 
-    /** An ephemeral port on the selected interface, and on loopback for rank 0's own host. */
+    /**
+     * An ephemeral port on the interface jccl selects ({@code JCCL_SOCKET_IFNAME} rules), which the
+     * ranks of rank 0's own host reach as well. Not also on loopback: a rank given two addresses
+     * tries both at once and drops the slower connection, which the root logs as a warning.
+     */
     @Override
     public List<InetSocketAddress> bindAddresses(Config config) {
-        InetAddress selected = Interfaces.selectAddress(config);
-        List<InetSocketAddress> out = new ArrayList<>(List.of(new InetSocketAddress(selected, 0)));
-        if (!selected.isLoopbackAddress()) {
-            out.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        }
-        return out;
+        return List.of(new InetSocketAddress(Interfaces.selectAddress(config), 0));
     }
 
     @Override
