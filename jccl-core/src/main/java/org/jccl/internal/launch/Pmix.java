@@ -165,7 +165,7 @@ public final class Pmix {
                 p = init(env);
                 CLIENT.set(p);
                 Pmix hooked = p;
-                Runtime.getRuntime().addShutdownHook(new Thread(hooked::finalizeClient, "jccl-pmix-finalize"));
+                Runtime.getRuntime().addShutdownHook(new Thread(hooked::finalizeAtExit, "jccl-pmix-finalize"));
             }
             return p;
         }
@@ -419,6 +419,18 @@ public final class Pmix {
     private interface NativeCall {
         int run() throws Throwable;
     }
+
+    /** {@link #finalizeClient} with at most {@value #FINALIZE_WAIT_MS} ms of the exit spent on it (a server that no longer answers must not hold the JVM). */
+    private void finalizeAtExit() {
+        Thread t = Thread.ofPlatform().daemon().name("jccl-pmix-finalize-call").start(this::finalizeClient);
+        try {
+            t.join(FINALIZE_WAIT_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static final long FINALIZE_WAIT_MS = 5000;
 
     /** PMIx_Finalize once, unless a call is stuck inside the library (finalising then could block the exit). */
     void finalizeClient() {
