@@ -7,6 +7,12 @@ import java.util.List;
 import java.util.Objects;
 import org.jccl.Config;
 import org.jccl.ConfigException;
+import org.jccl.ErrorCode;
+import org.jccl.JcclException;
+import org.jccl.JcclTimeoutException;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.log.Log;
+import java.util.concurrent.TimeUnit;
 import org.jccl.internal.net.Interfaces;
 
 /**
@@ -18,7 +24,8 @@ import org.jccl.internal.net.Interfaces;
  */
 public final class FixedAddressExchange implements RootExchange {
 
-    private final InetSocketAddress root;
+    /** Possibly unresolved (a name that did not resolve yet when the environment was read); see {@link #resolved}. */
+    private volatile InetSocketAddress root;
     /** How the address was given, e.g. "JCCL_COMM_ID=node0:29500"; also the job key. */
     private final String given;
     private final boolean alsoSelectedInterface;
@@ -26,7 +33,7 @@ public final class FixedAddressExchange implements RootExchange {
     private final String hostText;
 
     /**
-     * @param root the resolved address
+     * @param root the address, resolved or not yet (then resolved when needed, until the init deadline)
      * @param given how the user or launcher wrote it ("MASTER_ADDR:MASTER_PORT=node0:29500"), alike on every rank
      * @param alsoSelectedInterface whether rank 0 also listens on the interface jccl selects
      */
@@ -45,9 +52,52 @@ public final class FixedAddressExchange implements RootExchange {
         this.hostText = hostText;
     }
 
-    /** The address every rank connects to. */
+    /** The address every rank connects to (unresolved while its name does not resolve yet). */
     public InetSocketAddress root() {
         return root;
+    }
+
+    /**
+     * The root address, resolving its name again (backing off up to 1 s) until {@code deadlineNanos}
+     * when it did not resolve before.
+     *
+     * @throws JcclTimeoutException when the name still does not resolve at the deadline
+     */
+    private InetSocketAddress resolved(Config config, long deadlineNanos) {
+        InetSocketAddress r = root;
+        if (!r.isUnresolved()) {
+            return r;
+        }
+        long backoff = 50;
+        long nextLog = System.nanoTime();
+        while (true) {
+            try {
+                r = new InetSocketAddress(InetAddress.getByName(r.getHostString()), r.getPort());
+                root = r;
+                return r;
+            } catch (java.net.UnknownHostException e) {
+                long now = System.nanoTime();
+                if (now - deadlineNanos >= 0) {
+                    throw new JcclTimeoutException("the name '" + r.getHostString() + "' of rank 0's host (" + given + ") did not resolve"
+                            + " within " + Settings.INIT_TIMEOUT.getDuration(config).toSeconds() + " s (JCCL_INIT_TIMEOUT): " + e.getMessage()
+                            + "; check the name (`getent hosts " + r.getHostString() + "`); on Kubernetes a headless Service publishes a"
+                            + " pod's name only while it runs, and only once it is ready unless the Service sets"
+                            + " publishNotReadyAddresses: true (docs/DEPLOY.md, \"Kubernetes\")");
+                }
+                if (now >= nextLog) {
+                    Log.info(Log.Subsys.BOOTSTRAP, -1, "'" + r.getHostString() + "' (" + given + ") does not resolve yet; retrying until the"
+                            + " init deadline (JCCL_INIT_TIMEOUT)");
+                    nextLog = now + TimeUnit.SECONDS.toNanos(10);
+                }
+                try {
+                    Thread.sleep(Math.max(1, Math.min(backoff, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - now))));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new JcclException(ErrorCode.ABORTED, "interrupted while resolving " + r.getHostString(), ie);
+                }
+                backoff = Math.min(1_000, backoff * 2);
+            }
+        }
     }
 
     @Override
@@ -58,6 +108,15 @@ public final class FixedAddressExchange implements RootExchange {
     @Override
     public List<InetSocketAddress> bindAddresses(Config config) {
         List<InetSocketAddress> out = new ArrayList<>();
+        InetSocketAddress root = this.root;
+        if (root.isUnresolved()) {
+            // Rank 0's own name: it resolves from /etc/hosts on its own host, or never (BootstrapRoot says so).
+            try {
+                root = resolved(config, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+            } catch (JcclTimeoutException e) {
+                return List.of(root);
+            }
+        }
         out.add(root);
         if (alsoSelectedInterface && !root.getAddress().isAnyLocalAddress()) {
             InetAddress selected = Interfaces.selectAddress(config);
@@ -80,6 +139,7 @@ public final class FixedAddressExchange implements RootExchange {
      */
     @Override
     public Published lookup(Config config, long deadlineNanos) {
+        InetSocketAddress root = resolved(config, deadlineNanos);
         if (hostText != null && root.getAddress().isLoopbackAddress()) {
             String me = thisHostName();
             if (otherHostOnLoopback(hostText, root.getAddress(), me, resolve(me), resolve("localhost"))) {

@@ -277,10 +277,28 @@ public final class LaunchEnvironment {
             return null;
         }
         try {
-            return JcclId.parseHostPort(text, var);
+            return parseHostPort(text, var);
         } catch (ConfigException e) {
             problems.add(e.getMessage() + "; it must be host:port of rank 0's host, the same on every rank");
             return null;
+        }
+    }
+
+    /**
+     * {@code host:port} or {@code [v6]:port}, resolved when the name resolves now, else left
+     * unresolved: the exchange resolves it again until the init deadline (a Kubernetes pod's name
+     * exists in DNS only once the pod runs, and rank 0's pod may start after this one).
+     */
+    private static InetSocketAddress parseHostPort(String text, String what) {
+        try {
+            return JcclId.parseHostPort(text, what);
+        } catch (ConfigException e) {
+            if (!(e.getCause() instanceof java.net.UnknownHostException)) {
+                throw e;
+            }
+            String host = hostOf(text);
+            String t = text.trim();
+            return InetSocketAddress.createUnresolved(host, Integer.parseInt(t.substring(t.lastIndexOf(':') + 1)));
         }
     }
 

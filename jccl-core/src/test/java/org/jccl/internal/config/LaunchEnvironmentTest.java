@@ -364,6 +364,22 @@ class LaunchEnvironmentTest {
         assertEquals(29501, detect(e).exchange().lookup(Config.defaults(), System.nanoTime()).addresses().getFirst().getPort());
     }
 
+    /** A root name that does not resolve yet is no error when the environment is read: the ranks resolve it until the deadline. */
+    @Test
+    void aRootNameThatDoesNotResolveYetIsRetriedUntilTheDeadline() {
+        Map<String, String> e = jccl();
+        e.put("JCCL_COMM_ID", "jccl-pod-0.no-such-service.invalid:29500");
+        Config.Launch l = detect(e);
+        assertTrue(root(l).isUnresolved());
+        long t0 = System.nanoTime();
+        org.jccl.JcclTimeoutException x = assertThrows(org.jccl.JcclTimeoutException.class,
+                () -> l.exchange().lookup(Config.defaults(), System.nanoTime() + 300_000_000L));
+        assertTrue(System.nanoTime() - t0 >= 250_000_000L, "retried until the deadline");
+        assertTrue(x.getMessage().startsWith("the name 'jccl-pod-0.no-such-service.invalid' of rank 0's host"
+                + " (JCCL_COMM_ID=jccl-pod-0.no-such-service.invalid:29500) did not resolve") && x.getMessage().contains("publishNotReadyAddresses"),
+                x.getMessage());
+    }
+
     @Test
     void configFromEnvironmentCarriesTheLaunch() {
         Config c = Config.fromEnvironment(torchrun());
