@@ -121,6 +121,16 @@ final class NetNamespaces implements AutoCloseable {
         Files.writeString(dir.resolve("hosts"), "127.0.0.1 localhost\n" + lines + "\n");
     }
 
+    /**
+     * {@code command} run inside host {@code i}'s namespace under its own host name {@code hostname}
+     * (a UTS namespace: {@code unshare --uts}), as a separate machine would be named.
+     */
+    List<String> inHost(int i, String hostname, List<String> command) {
+        List<String> c = new ArrayList<>(List.of("unshare", "--uts", "sh", "-c", "hostname " + hostname + " && exec \"$@\"", "sh"));
+        c.addAll(command);
+        return inHost(i, c);
+    }
+
     /** Takes host {@code i}'s switch port down: nothing it sends arrives, nothing reaches it, no error anywhere. */
     void cut(int i) throws IOException, InterruptedException {
         ip("-n", switchNs(), "link", "set", "p" + i, "down");

@@ -169,9 +169,7 @@ class TorchrunTest {
                 List<String> node = torchrun(List.of("--nnodes", "2", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
                         "--rdzv_endpoint", endpoint, "--rdzv_id", "jccl-test"), check());
                 // A host name of its own (UTS namespace): torchrun's MASTER_ADDR is node 0's host name.
-                List<String> cmd = new ArrayList<>(List.of("unshare", "--uts", "sh", "-c", "hostname jnode" + i + " && exec \"$@\"", "sh"));
-                cmd.addAll(node);
-                procs.start("node" + i, net.inHost(i, cmd), Map.of("JCCL_DEBUG", "INFO", "JCCL_DEBUG_SUBSYS", "BOOTSTRAP"));
+                procs.start("node" + i, net.inHost(i, "jnode" + i, node), Map.of("JCCL_DEBUG", "INFO", "JCCL_DEBUG_SUBSYS", "BOOTSTRAP"));
             }
             List<Integer> codes = procs.waitAll(Duration.ofSeconds(220));
             String out = procs.outputs();

@@ -672,13 +672,26 @@ public final class BootstrapRoot implements AutoCloseable {
                     + " never arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
                     + " (JCCL_INIT_TIMEOUT): check that " + (n == 1 ? "it was" : "they were") + " started and did not crash, that"
                     + " every rank uses the same root address (JCCL_COMM_ID or MASTER_ADDR:MASTER_PORT) and JCCL_AUTH_TOKEN, and"
-                    + " raise JCCL_INIT_TIMEOUT if ranks start slowly" + explanations();
+                    + " raise JCCL_INIT_TIMEOUT if ranks start slowly" + loopbackHint() + explanations();
         }
         Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
         byte[] frame = BootstrapWire.errorFrame(ErrorCode.TIMEOUT, message);
         sendToAll(frame, sendTimeout);
         return BootstrapWire.errorFrame(ErrorCode.TIMEOUT, "this rank arrived after the bootstrap root at " + where
                 + " had given up: " + message);
+    }
+
+    /** When the required address is a loopback one: ranks on other hosts need the others, and a name that resolves to them. */
+    private String loopbackHint() {
+        if (!address.getAddress().isLoopbackAddress()) {
+            return "";
+        }
+        List<InetSocketAddress> others = addresses.stream().filter(a -> !a.getAddress().isLoopbackAddress()).toList();
+        return "; " + BootstrapWire.hostPort(address) + " is a loopback address (what JCCL_COMM_ID / MASTER_ADDR resolves to on this"
+                + " host), which ranks on other hosts cannot reach" + (others.isEmpty() ? " and this root listens on no other address"
+                : "; they must reach " + String.join(" or ", others.stream().map(BootstrapWire::hostPort).toList())
+                + ", so on their hosts the name must resolve to that address (check `getent hosts <name>` there: an /etc/hosts"
+                + " that maps it to 127.0.1.1 breaks it)");
     }
 
     private String explanations() {

@@ -223,25 +223,19 @@ public final class LaunchEnvironment {
         }
         String given = commIdVar != null ? commIdVar + "=" + env.get(commIdVar).trim()
                 : "MASTER_ADDR:MASTER_PORT=" + env.get("MASTER_ADDR").trim() + ":" + masterPort(env);
-        return new FixedAddressExchange(root, given, true, elsewhere(c, env));
+        String hostText = commIdVar != null ? hostOf(env.get(commIdVar)) : env.get("MASTER_ADDR").trim();
+        return new FixedAddressExchange(root, given, true, hostText);
     }
 
-    /**
-     * Why this rank knows that rank 0 is on another host, or null: torchrun numbers its hosts (nodes)
-     * with GROUP_RANK and puts global rank 0 on node 0.
-     */
-    private static String elsewhere(Convention c, Map<String, String> env) {
-        if (c == Convention.TORCHRUN) {
-            String g = env.get("GROUP_RANK");
-            try {
-                if (g != null && Integer.parseInt(g.trim()) > 0) {
-                    return "this is torchrun node GROUP_RANK=" + g.trim() + "; rank 0 runs on node 0";
-                }
-            } catch (NumberFormatException e) {
-                return null;
-            }
+    /** "node0" of "node0:29500", "fe80::1" of "[fe80::1]:29500". */
+    private static String hostOf(String hostPort) {
+        String t = hostPort.trim();
+        if (t.startsWith("[")) {
+            int close = t.indexOf(']');
+            return close > 0 ? t.substring(1, close) : t;
         }
-        return null;
+        int colon = t.lastIndexOf(':');
+        return colon > 0 ? t.substring(0, colon) : t;
     }
 
     private static String masterPort(Map<String, String> env) {
@@ -393,10 +387,28 @@ public final class LaunchEnvironment {
             return null;
         }
         try {
-            return JcclId.parseHostPort(text, var);
+            return parseHostPort(text, var);
         } catch (ConfigException e) {
             problems.add(e.getMessage() + "; it must be host:port of rank 0's host, the same on every rank");
             return null;
+        }
+    }
+
+    /**
+     * {@code host:port} or {@code [v6]:port}, resolved when the name resolves now, else left
+     * unresolved: the exchange resolves it again until the init deadline (a Kubernetes pod's name
+     * exists in DNS only once the pod runs, and rank 0's pod may start after this one).
+     */
+    private static InetSocketAddress parseHostPort(String text, String what) {
+        try {
+            return JcclId.parseHostPort(text, what);
+        } catch (ConfigException e) {
+            if (!(e.getCause() instanceof java.net.UnknownHostException)) {
+                throw e;
+            }
+            String host = hostOf(text);
+            String t = text.trim();
+            return InetSocketAddress.createUnresolved(host, Integer.parseInt(t.substring(t.lastIndexOf(':') + 1)));
         }
     }
 

@@ -334,23 +334,50 @@ class LaunchEnvironmentTest {
         assertTrue(error(e).contains("MASTER_ADDR:MASTER_PORT='127.0.0.3:http' has a port that is not a number"));
     }
 
+    /** Which loopback resolutions of a root's host name are another host's name resolving here (an error at once). */
     @Test
-    void aLoopbackMasterAddrOnAnotherTorchrunNodeFailsNamingNameResolution() {
+    void anotherHostsNameResolvedToLoopbackIsRecognised() throws Exception {
+        java.net.InetAddress debian = java.net.InetAddress.getByName("127.0.1.1");
+        java.net.InetAddress lo = java.net.InetAddress.getByName("127.0.0.1");
+        java.util.List<java.net.InetAddress> localhost = java.util.List.of(lo);
+        // node1 resolves node0 to 127.0.1.1 (an /etc/hosts copied from node0): another host's name.
+        assertTrue(FixedAddressExchange.otherHostOnLoopback("node0", debian, "node1", java.util.List.of(), localhost));
+        assertTrue(FixedAddressExchange.otherHostOnLoopback("node0.cluster", debian, "node1", java.util.List.of(), localhost));
+        // On node0 itself, or through an alias of node0's own address, or by its fully qualified name: fine.
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("node0", debian, "node0", java.util.List.of(debian), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("node0.cluster", debian, "node0", java.util.List.of(), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("gpu-a", debian, "node0", java.util.List.of(debian), localhost));
+        // localhost's addresses and literal addresses mean "this host" whatever the name: several torchrun nodes on one host.
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("localhost", lo, "node1", java.util.List.of(), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("127.0.1.1", debian, "node1", java.util.List.of(), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("::1", java.net.InetAddress.getByName("::1"), "node1", java.util.List.of(),
+                localhost));
+        // Unknown own name: no verdict.
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("node0", debian, null, java.util.List.of(), localhost));
+    }
+
+    @Test
+    void aLoopbackRootThatIsNotAnotherHostsNameJoinsAsUsual() {
         Map<String, String> e = torchrun();
         e.put("MASTER_ADDR", "localhost");
-        e.put("GROUP_RANK", "1");
-        Config.Launch l = detect(e);
-        ConfigException x = assertThrows(ConfigException.class, () -> l.exchange().lookup(Config.defaults(), System.nanoTime()));
-        String m = x.getMessage();
-        assertTrue(m.startsWith("MASTER_ADDR:MASTER_PORT=localhost:29501 resolves to 127.0.0.1 on this host"), m);
-        assertTrue(m.contains("a loopback address, but rank 0 runs on another host (this is torchrun node GROUP_RANK=1; rank 0 runs on"
-                + " node 0)") && m.contains("getent hosts localhost") && m.contains("127.0.1.1"), m);
-        e.put("MASTER_ADDR", "127.0.0.1");
-        m = assertThrows(ConfigException.class, () -> detect(e).exchange().lookup(Config.defaults(), System.nanoTime())).getMessage();
-        assertTrue(m.contains("Give the address of rank 0's host that the other hosts reach"), m);
-        // On rank 0's node a loopback address is fine.
-        e.put("GROUP_RANK", "0");
+        e.put("GROUP_RANK", "1"); // a second torchrun node on the same host is legitimate
         assertEquals(29501, detect(e).exchange().lookup(Config.defaults(), System.nanoTime()).addresses().getFirst().getPort());
+    }
+
+    /** A root name that does not resolve yet is no error when the environment is read: the ranks resolve it until the deadline. */
+    @Test
+    void aRootNameThatDoesNotResolveYetIsRetriedUntilTheDeadline() {
+        Map<String, String> e = jccl();
+        e.put("JCCL_COMM_ID", "jccl-pod-0.no-such-service.invalid:29500");
+        Config.Launch l = detect(e);
+        assertTrue(root(l).isUnresolved());
+        long t0 = System.nanoTime();
+        org.jccl.JcclTimeoutException x = assertThrows(org.jccl.JcclTimeoutException.class,
+                () -> l.exchange().lookup(Config.defaults(), System.nanoTime() + 300_000_000L));
+        assertTrue(System.nanoTime() - t0 >= 250_000_000L, "retried until the deadline");
+        assertTrue(x.getMessage().startsWith("the name 'jccl-pod-0.no-such-service.invalid' of rank 0's host"
+                + " (JCCL_COMM_ID=jccl-pod-0.no-such-service.invalid:29500) did not resolve") && x.getMessage().contains("publishNotReadyAddresses"),
+                x.getMessage());
     }
 
     @Test
