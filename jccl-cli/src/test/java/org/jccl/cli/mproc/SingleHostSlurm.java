@@ -41,7 +41,7 @@ final class SingleHostSlurm implements AutoCloseable {
 
     static final int CPUS = 8;
     /** Variable in the environment of the daemons and of every client, inherited by slurmstepd and the tasks. */
-    static final String MARKER = "JCCL_TEST_SLURM";
+    static final String MARKER = "SINGLE_HOST_SLURM_DIR"; // not JCCL_*: jccl warns about unknown JCCL_ variables
 
     private final Path dir;
     private final String host;
