@@ -13,6 +13,7 @@
 # Layout written (all names without versions, so gpu-check.sh needs no globbing):
 #   .device/jre25.tar.xz                 Java 25 runtime (../shared/tools/device-jre.sh; reused when present)
 #   .device/cli/jccl-cli.jar + lib/      the jccl command (java -jar .device/cli/jccl-cli.jar perf|run ...)
+#   .device/cli/jccl-examples.jar        CollectiveCheck, for scripts/torchrun-check.sh
 #   .device/test/jccl-cuda.jar, jccl-cuda-tests.jar, jccl-core.jar, junit-platform-console-standalone.jar
 #   .device/MANIFEST.txt                 commit, build time, every file with its size and sha256
 set -euo pipefail
@@ -73,6 +74,9 @@ cp "$cuda_jar" "$dev/test/jccl-cuda.jar"
 cp "$cuda_tests" "$dev/test/jccl-cuda-tests.jar"
 cp "$core_jar" "$dev/test/jccl-core.jar"
 cp "$console" "$dev/test/junit-platform-console-standalone.jar"
+# CollectiveCheck, the every-collective correctness program that scripts/torchrun-check.sh runs under torchrun.
+examples_jar=$(ls examples/target/jccl-examples-*.jar 2>/dev/null | grep -v -e '-sources\.jar$' -e '-javadoc\.jar$' | head -n 1 || true)
+[ -n "$examples_jar" ] && cp "$examples_jar" "$dev/cli/jccl-examples.jar"
 
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)

@@ -8,9 +8,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import org.jccl.internal.bootstrap.RootExchange;
 import org.jccl.internal.config.ConfigFile;
 import org.jccl.internal.config.ConfigLoader;
 import org.jccl.internal.config.DidYouMean;
+import org.jccl.internal.config.JobSecret;
 import org.jccl.internal.config.LaunchEnvironment;
 import org.jccl.internal.config.Setting;
 import org.jccl.internal.log.Log;
@@ -100,15 +102,27 @@ public final class Config {
      * The job identity found in the environment.
      *
      * @param convention which launcher convention supplied it: "JCCL", "torchrun", "Open MPI", "Slurm"
-     * @param id bootstrap root and secret
      * @param rank this process's rank
      * @param size number of ranks
      * @param localRank rank among this host's processes, or -1 when unknown
+     * @param exchange how rank 0's bootstrap root address reaches the other ranks (internal)
+     * @param secret where the job secret comes from (internal; read only at initialisation)
      */
-    public record Launch(String convention, JcclId id, int rank, int size, int localRank) {
+    public record Launch(String convention, int rank, int size, int localRank, RootExchange exchange, JobSecret secret) {
         public Launch {
             Objects.requireNonNull(convention, "convention");
-            Objects.requireNonNull(id, "id");
+            Objects.requireNonNull(exchange, "exchange");
+            Objects.requireNonNull(secret, "secret");
+        }
+
+        /** Where the ranks find rank 0's bootstrap root, in words ("MASTER_ADDR:MASTER_PORT=node0:29500", "torchrun's TCPStore ..."). */
+        public String rootDescription() {
+            return exchange.describe();
+        }
+
+        /** Where the job secret comes from, in words ("JCCL_AUTH_TOKEN", "the secret file /home/u/.jccl/secret"). */
+        public String secretDescription() {
+            return secret.describe();
         }
     }
 
@@ -172,7 +186,8 @@ public final class Config {
         Launch launch = null;
         ConfigException error = null;
         try {
-            launch = LaunchEnvironment.detect(l.launchEnv()).orElse(null);
+            launch = LaunchEnvironment.detect(l.launchEnv(), homeDir != null ? homeDir.toString() : System.getProperty("user.home"))
+                    .orElse(null);
         } catch (ConfigException e) {
             error = e;
         }

@@ -49,8 +49,10 @@ public final class Jccl {
      * Joins the job described by the launcher's environment (see {@link Config#fromEnvironment()}):
      * {@code JCCL_COMM_ID}/{@code JCCL_RANK}/{@code JCCL_WORLD_SIZE}/{@code JCCL_AUTH_TOKEN}, torchrun's
      * {@code MASTER_ADDR}/{@code MASTER_PORT}/{@code RANK}/{@code WORLD_SIZE}, Open MPI's
-     * {@code OMPI_COMM_WORLD_*} or Slurm's {@code SLURM_*}. Rank 0 starts the bootstrap root at the
-     * root address.
+     * {@code OMPI_COMM_WORLD_*} or Slurm's {@code SLURM_*}. Rank 0 starts the bootstrap root and makes
+     * its address known through the launcher's channel (a fixed address, torchrun's store, ...); the
+     * job secret is {@code JCCL_AUTH_TOKEN}, else one the launcher hands out, else the per-user secret
+     * file ({@code ~/.jccl/secret}, made on first use; see docs/DEPLOY.md, "Secrets and trust").
      *
      * @throws ConfigException when no launcher convention is present, naming what is missing
      */
@@ -61,7 +63,7 @@ public final class Jccl {
                         + " JCCL_AUTH_TOKEN (or start the program with `jccl run -np N`, torchrun, mpirun or srun)"));
         checkRank(launch.rank(), launch.size());
         prepare(config, launch.rank());
-        return CommunicatorFactory.init(launch.id(), launch.rank(), launch.size(), config, launch.rank() == 0);
+        return CommunicatorFactory.init(launch, config);
     }
 
     /**

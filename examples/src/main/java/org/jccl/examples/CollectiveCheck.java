@@ -57,8 +57,9 @@ import org.jccl.Work;
  * --memory KIND       native, heap, or both (default: both, alternating from check to check)
  * --exhaustive        every selected type at every count (by default counts above 1000 run a
  *                     sample of the types, one per element size: see {@link #SAMPLE_ABOVE})
- * --verbose           to stderr: every rank says how it joined (its rank and the launcher
- *                     convention it was found by), and rank 0 names every check as it starts
+ * --verbose           to stderr: every rank says how it joined (its rank, the launcher convention it
+ *                     was found by and the channel that gave rank 0's address), and rank 0 names
+ *                     every check as it starts
  * </pre>
  */
 public final class CollectiveCheck {
@@ -290,6 +291,8 @@ public final class CollectiveCheck {
             if (sel.verbose()) {
                 System.err.println("rank " + comm.rank() + " of " + comm.size() + ": joined through the "
                         + config.launch().map(Config.Launch::convention).orElse("?") + " launcher convention");
+                System.err.println("rank " + comm.rank() + ": rank 0's address through "
+                        + config.launch().map(Config.Launch::rootDescription).orElse("?"));
             }
             long count = run(comm, sel, System.err);
             // Every rank must have run the same checks: a rank that skipped one would have hung or failed

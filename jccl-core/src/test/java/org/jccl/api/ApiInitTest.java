@@ -189,9 +189,9 @@ class ApiInitTest {
             assertEquals("JCCL", launch.convention());
             assertEquals(r, launch.rank());
             assertEquals(n, launch.size());
-            assertEquals(port, launch.id().rootAddress().getPort());
+            assertEquals(port, ((org.jccl.internal.bootstrap.FixedAddressExchange) launch.exchange()).root().getPort());
             assertEquals(Config.Source.ENVIRONMENT, cfg.source("JCCL_AUTH_TOKEN"));
-            assertNoSecret(cfg.toString(), launch.id().secret());
+            assertNoSecret(cfg.toString(), launch.secret().resolve().secret());
             fs.add(rank(() -> Jccl.init(cfg)));
         }
         List<Communicator> job = new ArrayList<>();
@@ -219,6 +219,46 @@ class ApiInitTest {
             fs.add(rank(() -> Jccl.init(cfg)));
         }
         probeAndClose(List.of(get(fs.get(0)), get(fs.get(1))));
+    }
+
+    /** Without JCCL_AUTH_TOKEN the ranks take the per-user secret file: made by the first, read by the others; the job forms. */
+    @Test
+    void jobFromTheSecretFileWithoutToken(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        int port = freePort();
+        String file = dir.resolve("home/.jccl/secret").toString();
+        int n = 2;
+        List<Future<Communicator>> fs = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            Config cfg = Config.fromEnvironment(Map.of("JCCL_COMM_ID", "127.0.0.1:" + port, "JCCL_RANK", Integer.toString(r),
+                    "JCCL_WORLD_SIZE", Integer.toString(n), "JCCL_SECRET_FILE", file, "JCCL_SOCKET_IFNAME", "lo"));
+            assertEquals("the secret file " + file, cfg.launch().orElseThrow().secretDescription());
+            fs.add(rank(() -> Jccl.init(cfg)));
+        }
+        probeAndClose(List.of(get(fs.get(0)), get(fs.get(1))));
+        assertTrue(java.nio.file.Files.isRegularFile(java.nio.file.Path.of(file)));
+    }
+
+    /** Two hosts whose secret files differ (home not shared): the joining rank says the secrets differ and names the file as the fix. */
+    @Test
+    void ranksWithDifferentSecretFilesFailSayingTheSecretsDiffer(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        int port = freePort();
+        List<Future<Communicator>> fs = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            String file = dir.resolve("host" + r + "/.jccl/secret").toString();
+            Config cfg = Config.fromEnvironment(Map.of("JCCL_COMM_ID", "127.0.0.1:" + port, "JCCL_RANK", Integer.toString(r),
+                    "JCCL_WORLD_SIZE", "2", "JCCL_SECRET_FILE", file, "JCCL_SOCKET_IFNAME", "lo", "JCCL_INIT_TIMEOUT", "3"));
+            fs.add(rank(() -> Jccl.init(cfg)));
+        }
+        JcclException joiner = failure(fs.get(1));
+        assertEquals(ErrorCode.AUTHENTICATION, joiner.code());
+        String m = joiner.getMessage();
+        assertTrue(m.contains("the secrets differ") && m.contains("This rank's secret comes from the secret file "
+                + dir.resolve("host1/.jccl/secret")) && m.contains("fingerprint ") && m.contains("JCCL_AUTH_TOKEN")
+                && m.contains("same secret file"), m);
+        JcclException root = failure(fs.get(0));
+        assertEquals(ErrorCode.TIMEOUT, root.code());
+        assertTrue(root.getMessage().contains("wrong JCCL_AUTH_TOKEN or secret file"), root.getMessage());
     }
 
     // -------------------------------------------------------------------------------- failures

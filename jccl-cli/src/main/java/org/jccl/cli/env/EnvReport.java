@@ -92,7 +92,7 @@ public record EnvReport(List<Row> settings, ConfigFile.Located file, List<String
             if (l.isPresent()) {
                 Config.Launch x = l.get();
                 launch = x.convention() + ": rank " + x.rank() + " of " + x.size() + (x.localRank() >= 0 ? " (local rank " + x.localRank()
-                        + ")" : "") + ", root " + x.id().rootHostPort();
+                        + ")" : "") + ", root " + x.rootDescription() + ", secret from " + x.secretDescription();
             }
         } catch (ConfigException e) {
             warnings.add("a launcher's variables are present but do not describe a job (Jccl.init(Config.fromEnvironment()) would fail): "

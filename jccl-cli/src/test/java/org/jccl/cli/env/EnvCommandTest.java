@@ -113,7 +113,7 @@ class EnvCommandTest {
     void theJobIdentityIsShownOrItsProblem() {
         Result ok = env(vars("JCCL_RANK", "1", "JCCL_WORLD_SIZE", "4", "JCCL_COMM_ID", "127.0.0.1:29500", "JCCL_AUTH_TOKEN",
                 "00112233445566778899aabbccddeeff"), null, null);
-        assertTrue(ok.out().contains("# job: JCCL: rank 1 of 4, root 127.0.0.1:29500\n"), ok.out());
+        assertTrue(ok.out().contains("# job: JCCL: rank 1 of 4, root JCCL_COMM_ID=127.0.0.1:29500, secret from JCCL_AUTH_TOKEN\n"), ok.out());
         Result half = env(vars("SLURM_PROCID", "0"), null, null);
         assertEquals(0, half.code(), "an incomplete launcher convention is a warning here, not an error");
         assertTrue(half.out().contains("  WARN a launcher's variables are present but do not describe a job"), half.out());

@@ -119,6 +119,94 @@ class MpirunTest {
         }
     }
 
+    /**
+     * What issue 18 asks for: mpirun with no {@code -x} and no JCCL variable at all. Rank 0's
+     * address and the job secret go through mpirun's PMIx server; the ranks' home directory
+     * ({@code user.home}) is an empty directory, and no secret file appears in it (the secret did not
+     * come from the per-user file). Every collective is checked.
+     */
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void collectiveCheckUnderMpirunWithNothingExtra() throws Exception {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        Path home = Files.createTempDirectory("jccl-mpirun-home");
+        try (Processes procs = new Processes()) {
+            List<String> program = new ArrayList<>(Processes.collectiveCheck("--counts", "0,7,1000", "--types", "float32,int64,bfloat16",
+                    "--reduce-ops", "sum,min"));
+            program.add(1, "-Duser.home=" + home);
+            program.add("--verbose");
+            procs.start("mpirun", mpirunCommand(3, Map.of(), program), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(130));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            Processes.checkOk(out);
+            for (int r = 0; r < 3; r++) {
+                assertTrue(out.contains("rank " + r + " of 3: joined through the Open MPI launcher convention"), out);
+                assertTrue(out.contains("rank " + r + ": rank 0's address through the PMIx server of Open MPI (namespace "), out);
+            }
+            assertTrue(!Files.exists(home.resolve(".jccl")), "a secret file was made in " + home + ": the secret did not come through PMIx");
+        } finally {
+            Files.deleteIfExists(home.resolve(".jccl/secret"));
+            Files.deleteIfExists(home.resolve(".jccl"));
+            Files.deleteIfExists(home);
+        }
+    }
+
+    /** Two Jccl.init in a row in the same processes: each runs its own exchange through PMIx (a fresh key), both all-reduce right. */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void twoInitsInTheSameProcessesThroughPmix() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            procs.start("mpirun", mpirunCommand(2, Map.of(), Processes.javaMain(InitTwiceRank.class.getName(), "twice")), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            assertTrue(out.contains("TWICE OK rank 0") && out.contains("TWICE OK rank 1"), out);
+        }
+    }
+
+    /**
+     * A rank that never reaches Jccl.init within JCCL_INIT_TIMEOUT (5 s here): the others do not
+     * hang in the PMIx fence; they fail once the deadline passes, naming the channel.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRankThatNeverArrivesFailsTheOthersInThePmixFence() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            long t0 = System.nanoTime();
+            procs.start("mpirun", mpirunCommand(2, Map.of("JCCL_INIT_TIMEOUT", "5"),
+                    Processes.javaMain(InitTwiceRank.class.getName(), "late", "1", "90")), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            long seconds = (System.nanoTime() - t0) / 1_000_000_000L;
+            String out = procs.outputs();
+            assertTrue(codes.getFirst() != 0, "mpirun succeeded although rank 1 never joined\n" + out);
+            assertTrue(out.contains("INIT FAILED after ") && out.contains("JcclTimeoutException") && out.contains("PMIx_Fence")
+                    && out.contains("the PMIx server of Open MPI"), out);
+            assertTrue(seconds < 60, "took " + seconds + " s: rank 0 should give up about 5 s after it arrived\n" + out);
+        }
+    }
+
+    /**
+     * jccl's PMIx client (libpmix through FFM) against mpirun's PMIx server: 3 ranks put, commit,
+     * fence and read each other's values, twice.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void pmixPutFenceGetBetweenThreeRanks() {
+        assumeTrue(mpirun != null, "mpirun not found: apt-get install openmpi-bin");
+        try (Processes procs = new Processes()) {
+            procs.start("mpirun", mpirunCommand(3, Map.of(), Processes.javaMain(PmixProbe.class.getName(), "3")), Map.of());
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(100));
+            String out = procs.outputs();
+            assertEquals(0, codes.getFirst(), "mpirun exited " + codes.getFirst() + "\n" + out);
+            for (int r = 0; r < 3; r++) {
+                assertTrue(out.contains("PMIX OK rank " + r + " of 3 ns "), out);
+            }
+        }
+    }
+
     private static int count(String text, String what) {
         int n = 0;
         for (int i = text.indexOf(what); i >= 0; i = text.indexOf(what, i + 1)) {

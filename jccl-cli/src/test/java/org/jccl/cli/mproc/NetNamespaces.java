@@ -35,6 +35,7 @@ final class NetNamespaces implements AutoCloseable {
     private final String tag;
     private final int hosts;
     private final List<String> created = new ArrayList<>();
+    private final List<Path> etcDirs = new ArrayList<>();
 
     private NetNamespaces(String tag, int hosts) {
         this.tag = tag;
@@ -105,6 +106,29 @@ final class NetNamespaces implements AutoCloseable {
         List<String> c = new ArrayList<>(List.of(tool("ip"), "netns", "exec", host(i)));
         c.addAll(command);
         return c;
+    }
+
+    /**
+     * Gives host {@code i} its own {@code /etc/hosts} with {@code lines}: {@code ip netns exec} mounts
+     * {@code /etc/netns/<namespace>/hosts} over {@code /etc/hosts} for what it runs, so each host
+     * resolves names its own way (e.g. its own name to 127.0.1.1, as Debian installs it). Removed by
+     * {@link #close()}.
+     */
+    void hosts(int i, String lines) throws IOException {
+        Path dir = Path.of("/etc/netns", host(i));
+        Files.createDirectories(dir);
+        etcDirs.add(dir);
+        Files.writeString(dir.resolve("hosts"), "127.0.0.1 localhost\n" + lines + "\n");
+    }
+
+    /**
+     * {@code command} run inside host {@code i}'s namespace under its own host name {@code hostname}
+     * (a UTS namespace: {@code unshare --uts}), as a separate machine would be named.
+     */
+    List<String> inHost(int i, String hostname, List<String> command) {
+        List<String> c = new ArrayList<>(List.of("unshare", "--uts", "sh", "-c", "hostname " + hostname + " && exec \"$@\"", "sh"));
+        c.addAll(command);
+        return inHost(i, c);
     }
 
     /** Takes host {@code i}'s switch port down: nothing it sends arrives, nothing reaches it, no error anywhere. */
@@ -274,6 +298,15 @@ final class NetNamespaces implements AutoCloseable {
             }
         }
         created.clear();
+        for (Path d : etcDirs) {
+            try {
+                Files.deleteIfExists(d.resolve("hosts"));
+                Files.deleteIfExists(d);
+            } catch (IOException e) {
+                // Best effort: an /etc/netns directory of a deleted namespace is never used again.
+            }
+        }
+        etcDirs.clear();
     }
 
     // ------------------------------------------------------------------------------------------ helpers

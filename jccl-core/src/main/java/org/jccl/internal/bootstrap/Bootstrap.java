@@ -10,7 +10,12 @@ import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.UnresolvedAddressException;
 import java.time.Duration;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import org.jccl.Config;
@@ -19,6 +24,7 @@ import org.jccl.JcclException;
 import org.jccl.JcclId;
 import org.jccl.JcclTimeoutException;
 import org.jccl.internal.config.Settings;
+import org.jccl.internal.config.UserSecret;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.Tls;
@@ -61,8 +67,25 @@ public final class Bootstrap {
      */
     public static PeerInfo[] rendezvous(JcclId id, int rank, int size, PeerInfo self, Config config) {
         Objects.requireNonNull(id, "id");
+        return rendezvous(List.of(id.rootAddress()), id.secret(), "the JcclId", rank, size, self, config);
+    }
+
+    /**
+     * {@link #rendezvous(JcclId, int, int, PeerInfo, Config)} with a root that listens on several
+     * addresses: each attempt connects to all of them at once and keeps the first that answers.
+     *
+     * @param roots the root's addresses, in order of preference
+     * @param secretSource where this rank's secret came from, for the message when the secrets differ
+     */
+    public static PeerInfo[] rendezvous(List<InetSocketAddress> roots, byte[] secret, String secretSource, int rank, int size,
+            PeerInfo self, Config config) {
+        Objects.requireNonNull(roots, "roots");
+        Objects.requireNonNull(secret, "secret");
         Objects.requireNonNull(self, "self");
         Objects.requireNonNull(config, "config");
+        if (roots.isEmpty()) {
+            throw new IllegalArgumentException("no root address");
+        }
         if (size < 1 || rank < 0 || rank >= size) {
             throw new JcclException(ErrorCode.INVALID_ARGUMENT, "rank " + rank + " of world size " + size
                     + " is not valid: the size must be at least 1 and the rank in [0, size)");
@@ -74,21 +97,21 @@ public final class Bootstrap {
         Duration initTimeout = Settings.INIT_TIMEOUT.getDuration(config);
         Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(config);
         long deadline = System.nanoTime() + initTimeout.toNanos() + grace(initTimeout).toNanos();
-        InetSocketAddress root = id.rootAddress();
-        String where = BootstrapWire.hostPort(root);
+        String where = String.join(" or ", roots.stream().map(BootstrapWire::hostPort).toList());
         // Encode before connecting: a peer info that cannot be encoded fails here, not at the root.
         byte[] registration = BootstrapWire.registerFrame(rank, size, PeerInfoCodec.encode(self));
         long t0 = System.nanoTime();
         Tls tls = Tls.fromConfig(config);
-        try (WireChannel ch = connect(id, rank, size, where, initTimeout, connectTimeout, deadline, tls)) {
+        try (WireChannel ch = connect(roots, secret, secretSource, rank, size, where, initTimeout, connectTimeout, deadline, tls)) {
+            String at = remote(ch.socket());
             ByteBuffer reg = ByteBuffer.wrap(registration);
             while (reg.hasRemaining()) {
                 ch.write(reg);
             }
-            Log.trace(Log.Subsys.BOOTSTRAP, rank, "registered with the bootstrap root " + where + " as rank " + rank + " of " + size);
-            PeerInfo[] table = awaitTable(ch, rank, size, self, where, initTimeout, deadline);
+            Log.trace(Log.Subsys.BOOTSTRAP, rank, "registered with the bootstrap root " + at + " as rank " + rank + " of " + size);
+            PeerInfo[] table = awaitTable(ch, rank, size, self, at, initTimeout, deadline);
             Log.info(Log.Subsys.BOOTSTRAP, rank, "bootstrap: all " + size + " ranks known after "
-                    + String.format("%.3f s", (System.nanoTime() - t0) / 1e9) + " (root " + where + ")");
+                    + String.format("%.3f s", (System.nanoTime() - t0) / 1e9) + " (root " + at + ")");
             return table;
         } catch (ClosedByInterruptException e) {
             throw interrupted(rank, where, e);
@@ -108,10 +131,8 @@ public final class Bootstrap {
     }
 
     /** Connects and authenticates, retrying while the root is not reachable yet. */
-    private static WireChannel connect(JcclId id, int rank, int size, String where, Duration initTimeout, Duration connectTimeout,
-            long deadline, Tls tls) {
-        InetSocketAddress root = id.rootAddress();
-        byte[] secret = id.secret();
+    private static WireChannel connect(List<InetSocketAddress> roots, byte[] secret, String secretSource, int rank, int size,
+            String where, Duration initTimeout, Duration connectTimeout, long deadline, Tls tls) {
         byte[] hello = BootstrapWire.hello(rank, size);
         long backoff = FIRST_BACKOFF_MS;
         int attempts = 0;
@@ -123,25 +144,34 @@ public final class Bootstrap {
                 throw new JcclTimeoutException("rank " + rank + " could not reach the bootstrap root at " + where + " within "
                         + BootstrapWire.seconds(initTimeout) + " (JCCL_INIT_TIMEOUT): is rank 0 running, and is JCCL_COMM_ID /"
                         + " MASTER_ADDR:MASTER_PORT an address of rank 0's host? (" + attempts + " attempts, last: "
-                        + describe(last) + ")", last);
+                        + describe(last) + ")" + loopbackHint(roots), last);
             }
             Duration attemptTimeout = Duration.ofNanos(Math.min(remaining, connectTimeout.toNanos()));
             SocketChannel ch = null;
+            String at = where;
             try {
-                ch = SocketChannel.open();
-                ch.socket().connect(root, (int) Math.max(1, Math.min(Integer.MAX_VALUE, attemptTimeout.toMillis())));
+                ch = connectAny(roots, attemptTimeout);
+                at = remote(ch);
                 ch.socket().setTcpNoDelay(true);
-                WireChannel w = Tls.wrap(tls, ch, true, "the bootstrap root at " + where);
+                WireChannel w = Tls.wrap(tls, ch, true, "the bootstrap root at " + at);
                 Handshake.connect(w, secret, Handshake.Kind.BOOTSTRAP, hello, attemptTimeout);
                 if (attempts > 0) {
-                    Log.info(Log.Subsys.BOOTSTRAP, rank, "reached the bootstrap root " + where + " after " + (attempts + 1) + " attempts");
+                    Log.info(Log.Subsys.BOOTSTRAP, rank, "reached the bootstrap root " + at + " after " + (attempts + 1) + " attempts");
                 }
                 return w;
+            } catch (Handshake.SecretMismatch e) {
+                closeQuietly(ch);
+                throw new JcclException(ErrorCode.AUTHENTICATION, "rank " + rank + " could not join the job at the bootstrap root " + at
+                        + ": the secrets differ: " + e.getMessage() + ". This rank's secret comes from " + secretSource + " (fingerprint "
+                        + UserSecret.fingerprint(secret) + "; rank 0 logs its own at INFO, JCCL_DEBUG=INFO). Every rank of a job needs"
+                        + " the same secret: export the same JCCL_AUTH_TOKEN to every rank, or give every host the same secret file"
+                        + " (a home directory shared by the hosts, or a copy of the file with mode 0600; JCCL_SECRET_FILE names"
+                        + " another path)", e);
             } catch (JcclException e) {
                 closeQuietly(ch);
                 if (e.code() != ErrorCode.TIMEOUT) {
-                    // A wrong secret or a port that is not a jccl root will not change by retrying.
-                    throw new JcclException(e.code(), "rank " + rank + " could not join the job at the bootstrap root " + where + ": "
+                    // A version mismatch or a port that is not a jccl root will not change by retrying.
+                    throw new JcclException(e.code(), "rank " + rank + " could not join the job at the bootstrap root " + at + ": "
                             + e.getMessage(), e);
                 }
                 last = e;
@@ -174,6 +204,104 @@ public final class Bootstrap {
                 }
             }
             backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+        }
+    }
+
+    /**
+     * Connects to every address at once and returns the first connection made (blocking mode), closing
+     * the others; an unroutable address cannot hold up a reachable one.
+     *
+     * @throws IOException the last failure when none connects within {@code timeout}
+     */
+    static SocketChannel connectAny(List<InetSocketAddress> roots, Duration timeout) throws IOException {
+        if (roots.size() == 1) {
+            SocketChannel ch = SocketChannel.open();
+            try {
+                ch.socket().connect(roots.getFirst(), (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis())));
+                return ch;
+            } catch (IOException | RuntimeException e) {
+                closeQuietly(ch);
+                throw e;
+            }
+        }
+        List<SocketChannel> pending = new ArrayList<>();
+        IOException last = null;
+        try (Selector selector = Selector.open()) {
+            for (InetSocketAddress a : roots) {
+                SocketChannel ch = SocketChannel.open();
+                try {
+                    ch.configureBlocking(false);
+                    if (ch.connect(a)) {
+                        return won(ch, pending);
+                    }
+                    ch.register(selector, SelectionKey.OP_CONNECT);
+                    pending.add(ch);
+                } catch (IOException e) {
+                    closeQuietly(ch);
+                    last = e;
+                }
+            }
+            long end = System.nanoTime() + timeout.toNanos();
+            while (!pending.isEmpty()) {
+                long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());
+                if (left <= 0) {
+                    throw last != null ? last : new SocketTimeoutException("connect timed out after " + timeout.toMillis() + " ms");
+                }
+                selector.select(left);
+                Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+                while (it.hasNext()) {
+                    SelectionKey k = it.next();
+                    it.remove();
+                    SocketChannel ch = (SocketChannel) k.channel();
+                    try {
+                        if (ch.finishConnect()) {
+                            k.cancel();
+                            pending.remove(ch);
+                            return won(ch, pending);
+                        }
+                    } catch (IOException e) {
+                        k.cancel();
+                        pending.remove(ch);
+                        closeQuietly(ch);
+                        last = e;
+                    }
+                }
+            }
+            throw last != null ? last : new IOException("no root address could be connected");
+        } finally {
+            for (SocketChannel ch : pending) {
+                closeQuietly(ch);
+            }
+        }
+    }
+
+    private static SocketChannel won(SocketChannel ch, List<SocketChannel> others) throws IOException {
+        for (SocketChannel o : others) {
+            closeQuietly(o);
+        }
+        others.clear();
+        ch.configureBlocking(true);
+        return ch;
+    }
+
+    /** For a timeout: a loopback root address reaches rank 0 from its own host only; say so, naming name resolution. */
+    static String loopbackHint(List<InetSocketAddress> roots) {
+        for (InetSocketAddress a : roots) {
+            if (a.getAddress() != null && a.getAddress().isLoopbackAddress()) {
+                return "; " + BootstrapWire.hostPort(a) + " is a loopback address, which reaches rank 0 only from rank 0's own host:"
+                        + " if rank 0 runs on another host, JCCL_COMM_ID / MASTER_ADDR must name an address of that host that this"
+                        + " host can reach; check this host's name resolution (`getent hosts <name>`: /etc/hosts often maps a host's"
+                        + " own name to 127.0.1.1), or give the address itself";
+            }
+        }
+        return "";
+    }
+
+    private static String remote(SocketChannel ch) {
+        try {
+            return BootstrapWire.hostPort((InetSocketAddress) ch.getRemoteAddress());
+        } catch (IOException | RuntimeException e) {
+            return "?";
         }
     }
 

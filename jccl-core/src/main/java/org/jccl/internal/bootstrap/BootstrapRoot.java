@@ -80,10 +80,12 @@ public final class BootstrapRoot implements AutoCloseable {
     /** At most this many rejections are kept to explain a later timeout. */
     private static final int MAX_REJECTIONS_KEPT = 5;
 
-    private final ServerSocketChannel server;
+    /** The listening sockets: the required address first, then extra interfaces. */
+    private final List<ServerSocketChannel> servers;
     private final Selector selector;
-    private final SelectionKey acceptKey;
+    private final List<SelectionKey> acceptKeys = new ArrayList<>();
     private final InetSocketAddress address;
+    private final List<InetSocketAddress> addresses;
     private final String where;
     private final byte[] secret;
     /** TLS for every accepted connection (JCCL_TLS), or null. */
@@ -138,11 +140,14 @@ public final class BootstrapRoot implements AutoCloseable {
     private record Registrant(WireChannel channel, SelectionKey key, PeerInfo info, String from) {
     }
 
-    private BootstrapRoot(ServerSocketChannel server, Selector selector, InetSocketAddress address, byte[] secret, Config config) {
-        this.server = server;
+    private BootstrapRoot(List<ServerSocketChannel> servers, Selector selector, List<InetSocketAddress> addresses, byte[] secret,
+            Config config) {
+        this.servers = List.copyOf(servers);
         this.selector = selector;
-        this.address = address;
-        this.where = BootstrapWire.hostPort(address);
+        this.addresses = List.copyOf(addresses);
+        this.address = addresses.getFirst();
+        this.where = addresses.size() == 1 ? BootstrapWire.hostPort(address)
+                : String.join(" and ", addresses.stream().map(BootstrapWire::hostPort).toList());
         this.secret = secret.clone();
         this.tls = Tls.fromConfig(config);
         this.initTimeout = Settings.INIT_TIMEOUT.getDuration(config);
@@ -150,7 +155,9 @@ public final class BootstrapRoot implements AutoCloseable {
         this.startNanos = System.nanoTime();
         this.deadlineNanos = startNanos + initTimeout.toNanos();
         try {
-            this.acceptKey = server.register(selector, SelectionKey.OP_ACCEPT);
+            for (ServerSocketChannel server : servers) {
+                acceptKeys.add(server.register(selector, SelectionKey.OP_ACCEPT, server));
+            }
         } catch (IOException e) {
             throw new ResourceException("cannot register the bootstrap root's socket " + where + " with a selector: " + e, e);
         }
@@ -170,37 +177,68 @@ public final class BootstrapRoot implements AutoCloseable {
      * @throws ConfigException when the address is not one of this host's, or cannot be resolved
      */
     public static BootstrapRoot start(InetSocketAddress bind, byte[] secret, Config config) {
-        Objects.requireNonNull(bind, "bind");
+        return start(List.of(bind), secret, config);
+    }
+
+    /**
+     * Like {@link #start(InetSocketAddress, byte[], Config)}, listening on several addresses with one
+     * port: the first must be bound (its failure is the error; port 0 picks a free port, which the
+     * others then use too); each further address is bound when it can be and skipped with an INFO
+     * line when not (e.g. the port is taken on that interface). Duplicates are bound once; a wildcard
+     * address makes the others redundant.
+     */
+    public static BootstrapRoot start(List<InetSocketAddress> binds, byte[] secret, Config config) {
+        Objects.requireNonNull(binds, "binds");
         Objects.requireNonNull(secret, "secret");
         Objects.requireNonNull(config, "config");
+        if (binds.isEmpty()) {
+            throw new IllegalArgumentException("no address to bind");
+        }
         // Read the settings before binding so a bad JCCL_INIT_TIMEOUT fails without holding a port.
         Settings.INIT_TIMEOUT.getDuration(config);
         Settings.CONNECT_TIMEOUT.getDuration(config);
         Tls.fromConfig(config); // and a broken TLS setup
+        InetSocketAddress bind = binds.getFirst();
         String asked = bind.isUnresolved() ? bind.getHostString() + ":" + bind.getPort() : BootstrapWire.hostPort(bind);
-        ServerSocketChannel server = null;
+        List<ServerSocketChannel> servers = new ArrayList<>();
         Selector selector = null;
         try {
-            server = ServerSocketChannel.open();
-            // A fixed port (MASTER_PORT) must be reusable right after a previous job's sockets linger in TIME_WAIT.
-            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(bind, BACKLOG);
-            server.configureBlocking(false);
+            ServerSocketChannel first = listen(bind);
+            servers.add(first);
             selector = Selector.open();
-            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
+            InetSocketAddress local = (InetSocketAddress) first.getLocalAddress();
             InetSocketAddress reported = local.getAddress().isAnyLocalAddress()
                     ? new InetSocketAddress(Interfaces.selectAddress(config), local.getPort()) : local;
-            BootstrapRoot root = new BootstrapRoot(server, selector, reported, secret, config);
+            List<InetSocketAddress> reportedAll = new ArrayList<>(List.of(reported));
+            List<String> skipped = new ArrayList<>();
+            if (!local.getAddress().isAnyLocalAddress()) {
+                for (InetSocketAddress extra : binds.subList(1, binds.size())) {
+                    InetSocketAddress at = new InetSocketAddress(extra.getAddress(), local.getPort());
+                    if (extra.isUnresolved() || reportedAll.contains(at)) {
+                        continue;
+                    }
+                    try {
+                        ServerSocketChannel s = listen(at);
+                        servers.add(s);
+                        reportedAll.add((InetSocketAddress) s.getLocalAddress());
+                    } catch (IOException | UnresolvedAddressException e) {
+                        skipped.add(BootstrapWire.hostPort(at) + " (" + e.getMessage() + ")");
+                    }
+                }
+            }
+            BootstrapRoot root = new BootstrapRoot(servers, selector, reportedAll, secret, config);
             root.thread.start();
             Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root listening on " + root.where
-                    + (local.equals(reported) ? "" : " (bound " + BootstrapWire.hostPort(local) + ")") + ", init deadline " + BootstrapWire.seconds(root.initTimeout) + " (JCCL_INIT_TIMEOUT)");
+                    + (local.equals(reported) ? "" : " (bound " + BootstrapWire.hostPort(local) + ")")
+                    + (skipped.isEmpty() ? "" : "; not on " + String.join(", ", skipped))
+                    + ", init deadline " + BootstrapWire.seconds(root.initTimeout) + " (JCCL_INIT_TIMEOUT)");
             return root;
         } catch (UnresolvedAddressException e) {
-            closeQuietly(server, selector);
+            closeAll(servers, selector);
             throw new ConfigException("cannot start the bootstrap root on " + asked + ": the host name cannot be resolved;"
                     + " set JCCL_COMM_ID / MASTER_ADDR to a name or address of rank 0's host", e);
         } catch (BindException e) {
-            closeQuietly(server, selector);
+            closeAll(servers, selector);
             if (!isLocal(bind.getAddress())) {
                 throw new ConfigException("cannot start the bootstrap root on " + asked + ": " + bind.getAddress().getHostAddress()
                         + " is not an address of this host (" + e.getMessage() + "); rank 0 (the root) must run on the host that"
@@ -211,10 +249,36 @@ public final class BootstrapRoot implements AutoCloseable {
                     + " torchrun's agent); choose another port in JCCL_COMM_ID / MASTER_PORT, or find the holder with"
                     + " `ss -ltnp 'sport = :" + bind.getPort() + "'`", e);
         } catch (IOException e) {
-            closeQuietly(server, selector);
+            closeAll(servers, selector);
             throw new ResourceException("cannot start the bootstrap root on " + asked + ": " + e
                     + "; check the open-file limit (ulimit -n) and that the address belongs to this host", e);
         }
+    }
+
+    private static ServerSocketChannel listen(InetSocketAddress at) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open();
+        try {
+            // A fixed port (MASTER_PORT) must be reusable right after a previous job's sockets linger in TIME_WAIT.
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(at, BACKLOG);
+            server.configureBlocking(false);
+            return server;
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(server, null);
+            throw e;
+        }
+    }
+
+    private static void closeAll(List<ServerSocketChannel> servers, Selector selector) {
+        for (ServerSocketChannel s : servers) {
+            closeQuietly(s, null);
+        }
+        closeQuietly(null, selector);
+    }
+
+    /** Every address the root listens on, the first being {@link #address()}. */
+    public List<InetSocketAddress> addresses() {
+        return addresses;
     }
 
     /** The address ranks connect to (a concrete address even when the root listens on a wildcard). */
@@ -266,7 +330,7 @@ public final class BootstrapRoot implements AutoCloseable {
             }
         } finally {
             stopFrame = stop != null ? stop : BootstrapWire.errorFrame(ErrorCode.INTERNAL, "the bootstrap root at " + where + " stopped");
-            closeQuietly(server, null);
+            closeServers();
             for (Registrant r : registered.values()) {
                 closeQuietly(r.channel(), null);
             }
@@ -291,7 +355,11 @@ public final class BootstrapRoot implements AutoCloseable {
                 return stopTimedOut();
             }
             // Stop accepting while every handshake slot is busy; the kernel keeps the rest in the backlog.
-            acceptKey.interestOps(incoming < MAX_CONCURRENT_HANDSHAKES ? SelectionKey.OP_ACCEPT : 0);
+            for (SelectionKey k : acceptKeys) {
+                if (k.isValid()) {
+                    k.interestOps(incoming < MAX_CONCURRENT_HANDSHAKES ? SelectionKey.OP_ACCEPT : 0);
+                }
+            }
             // Wake at least every SELECT_MS to drop connections past their handshake deadline.
             selector.select(Math.max(1, Math.min(SELECT_MS, TimeUnit.NANOSECONDS.toMillis(remaining) + 1)));
             Iterator<SelectionKey> it = selector.selectedKeys().iterator();
@@ -301,8 +369,8 @@ public final class BootstrapRoot implements AutoCloseable {
                 if (!key.isValid()) {
                     continue;
                 }
-                if (key == acceptKey) {
-                    acceptAll();
+                if (key.attachment() instanceof ServerSocketChannel server) {
+                    acceptAll(server);
                 } else if (key.attachment() instanceof Incoming in) {
                     progress(key, in);
                 } else if (key.isReadable()) {
@@ -318,7 +386,13 @@ public final class BootstrapRoot implements AutoCloseable {
         }
     }
 
-    private void acceptAll() throws IOException {
+    private void closeServers() {
+        for (ServerSocketChannel s : servers) {
+            closeQuietly(s, null);
+        }
+    }
+
+    private void acceptAll(ServerSocketChannel server) throws IOException {
         while (incoming < MAX_CONCURRENT_HANDSHAKES) {
             SocketChannel ch = server.accept();
             if (ch == null) {
@@ -558,7 +632,7 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     private byte[] complete() throws IOException {
-        closeQuietly(server, null);
+        closeServers();
         PeerInfo[] table = new PeerInfo[size];
         for (Map.Entry<Integer, Registrant> e : registered.entrySet()) {
             table[e.getKey()] = e.getValue().info();
@@ -587,7 +661,7 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     private byte[] stopTimedOut() throws IOException {
-        closeQuietly(server, null);
+        closeServers();
         String message;
         if (registered.isEmpty()) {
             message = "no rank arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
@@ -598,7 +672,7 @@ public final class BootstrapRoot implements AutoCloseable {
                     + " never arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
                     + " (JCCL_INIT_TIMEOUT): check that " + (n == 1 ? "it was" : "they were") + " started and did not crash, that"
                     + " every rank uses the same root address (JCCL_COMM_ID or MASTER_ADDR:MASTER_PORT) and JCCL_AUTH_TOKEN, and"
-                    + " raise JCCL_INIT_TIMEOUT if ranks start slowly" + explanations();
+                    + " raise JCCL_INIT_TIMEOUT if ranks start slowly" + loopbackHint() + explanations();
         }
         Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
         byte[] frame = BootstrapWire.errorFrame(ErrorCode.TIMEOUT, message);
@@ -607,13 +681,26 @@ public final class BootstrapRoot implements AutoCloseable {
                 + " had given up: " + message);
     }
 
+    /** When the required address is a loopback one: ranks on other hosts need the others, and a name that resolves to them. */
+    private String loopbackHint() {
+        if (!address.getAddress().isLoopbackAddress()) {
+            return "";
+        }
+        List<InetSocketAddress> others = addresses.stream().filter(a -> !a.getAddress().isLoopbackAddress()).toList();
+        return "; " + BootstrapWire.hostPort(address) + " is a loopback address (what JCCL_COMM_ID / MASTER_ADDR resolves to on this"
+                + " host), which ranks on other hosts cannot reach" + (others.isEmpty() ? " and this root listens on no other address"
+                : "; they must reach " + String.join(" or ", others.stream().map(BootstrapWire::hostPort).toList())
+                + ", so on their hosts the name must resolve to that address (check `getent hosts <name>` there: an /etc/hosts"
+                + " that maps it to 127.0.1.1 breaks it)");
+    }
+
     private String explanations() {
         StringBuilder sb = new StringBuilder();
         int d = dropped.get();
         if (d > 0) {
             sb.append("; ").append(d).append(d == 1 ? " connection was" : " connections were")
-                    .append(" dropped before registering (wrong JCCL_AUTH_TOKEN, another jccl version, or not a jccl rank: see the"
-                            + " root process's log)");
+                    .append(" dropped before registering (wrong JCCL_AUTH_TOKEN or secret file, another jccl version, or not a jccl rank:"
+                            + " see the root process's log)");
         }
         if (!rejections.isEmpty()) {
             sb.append("; rejected meanwhile: ").append(String.join(" | ", rejections));
@@ -622,7 +709,7 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     private byte[] stopClosed() throws IOException {
-        closeQuietly(server, null);
+        closeServers();
         String message = "the bootstrap root at " + where + " was closed by its process before the job was formed"
                 + (size > 0 ? " (" + registered.size() + " of " + size + " ranks had arrived; missing "
                 + BootstrapWire.missing(registered.keySet(), size) + ")" : "")

@@ -30,7 +30,10 @@ public final class Settings {
     public static final Setting LOCAL_SIZE = Setting.define("JCCL_LOCAL_SIZE", null, INT, null, 1, Integer.MAX_VALUE,
             "number of ranks on this host (set by jccl run)");
     public static final Setting AUTH_TOKEN = Setting.define("JCCL_AUTH_TOKEN", null, STRING, null, 0, 0,
-            "shared secret of the job, 32 hex digits (jccl run makes a fresh one)");
+            "shared secret of the job, 32 hex digits (jccl run makes a fresh one); unset: the per-user secret file (JCCL_SECRET_FILE)");
+    public static final Setting SECRET_FILE = Setting.define("JCCL_SECRET_FILE", null, STRING, null, 0, 0,
+            "per-user job secret file used when JCCL_AUTH_TOKEN is unset and no launcher hands out a secret: made on first use"
+                    + " (32 hex digits, mode 0600, directory 0700); every rank of a job must see the same file (default ~/.jccl/secret)");
 
     // ---- bootstrap and sockets
     public static final Setting INIT_TIMEOUT = Setting.define("JCCL_INIT_TIMEOUT", null, DURATION_SECONDS, "120", 1, 86_400,

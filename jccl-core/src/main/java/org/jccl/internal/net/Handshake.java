@@ -65,6 +65,18 @@ public final class Handshake {
     }
 
     /**
+     * The peer and this side have different secrets (as opposed to a version mismatch or a peer
+     * that is not jccl): the one failure where the fix is to give every rank the same secret.
+     */
+    public static final class SecretMismatch extends JcclException {
+        private static final long serialVersionUID = 1L;
+
+        SecretMismatch(String message) {
+            super(ErrorCode.AUTHENTICATION, message);
+        }
+    }
+
+    /**
      * Acceptor side. Returns the connector's authenticated hello.
      *
      * @throws JcclException AUTHENTICATION (wrong secret or version) or PROTOCOL (not a jccl peer)
@@ -117,7 +129,7 @@ public final class Handshake {
                 out.writeByte(1);
                 out.flush();
                 throw new JcclException(ErrorCode.AUTHENTICATION, "connection from " + who
-                        + " failed authentication (wrong secret: its JCCL_AUTH_TOKEN / JcclId differs from this job's); dropped");
+                        + " failed authentication (wrong secret: its JCCL_AUTH_TOKEN, secret file or JcclId differs from this job's); dropped");
             }
             out.writeByte(0);
             out.write(mac(secret, "jccl-A", kind, nonceC, nonceA, hello));
@@ -181,8 +193,8 @@ public final class Handshake {
             int status = in.readUnsignedByte();
             switch (status) {
                 case 0 -> { }
-                case 1 -> throw new JcclException(ErrorCode.AUTHENTICATION, who + " rejected this rank's proof of the job secret:"
-                        + " the ranks were given different JCCL_AUTH_TOKEN values (or JcclIds)");
+                case 1 -> throw new SecretMismatch(who + " rejected this rank's proof of the job secret: the secrets differ (the"
+                        + " ranks were given different JCCL_AUTH_TOKEN values, secret files or JcclIds)");
                 case 2 -> throw new JcclException(ErrorCode.AUTHENTICATION, who + " rejected protocol version " + VERSION
                         + ": mixed jccl versions in one job");
                 default -> throw new JcclException(ErrorCode.PROTOCOL, who + " rejected the handshake (status " + status + ")");
@@ -190,8 +202,8 @@ public final class Handshake {
             byte[] macA = new byte[MAC_LEN];
             in.readFully(macA);
             if (!MessageDigest.isEqual(macA, mac(secret, "jccl-A", kind, nonceC, nonceA, hello))) {
-                throw new JcclException(ErrorCode.AUTHENTICATION, who + " does not know the job secret: it is not part of this job"
-                        + " (or impersonates a rank); connection dropped");
+                throw new SecretMismatch(who + " does not know the job secret: the secrets differ (it is not part of this job, has"
+                        + " another secret, or impersonates a rank); connection dropped");
             }
         } catch (SocketTimeoutException e) {
             throw new JcclException(ErrorCode.TIMEOUT, who + " did not answer the jccl handshake within " + timeout.toMillis() + " ms", e);

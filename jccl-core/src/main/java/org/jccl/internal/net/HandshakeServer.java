@@ -318,7 +318,7 @@ public final class HandshakeServer {
         if (!MessageDigest.isEqual(expect, macC)) {
             hello = null;
             reject(1, new JcclException(ErrorCode.AUTHENTICATION, "connection from " + who
-                    + " failed authentication (wrong secret: its JCCL_AUTH_TOKEN / JcclId differs from this job's); dropped"));
+                    + " failed authentication (wrong secret: its JCCL_AUTH_TOKEN, secret file or JcclId differs from this job's); dropped"));
             return;
         }
         out = ByteBuffer.allocate(1 + Handshake.MAC_LEN);

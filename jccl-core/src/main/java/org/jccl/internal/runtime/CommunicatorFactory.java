@@ -31,7 +31,9 @@ import org.jccl.JcclId;
 import org.jccl.internal.bootstrap.Bootstrap;
 import org.jccl.internal.bootstrap.BootstrapRoot;
 import org.jccl.internal.bootstrap.PeerInfoCodec;
+import org.jccl.internal.bootstrap.RootExchange;
 import org.jccl.internal.control.ControlPlane;
+import org.jccl.internal.config.JobSecret;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.topo.NetInitReport;
@@ -50,6 +52,7 @@ public final class CommunicatorFactory {
     /** Identifies this JVM among processes: ranks with equal ids can use the in-JVM transport. */
     static final String PROCESS_ID = UUID.randomUUID().toString();
     private static final String HOST_HASH = machineHostHash();
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 
     private CommunicatorFactory() {
     }
@@ -70,6 +73,80 @@ public final class CommunicatorFactory {
             }
             throw e;
         }
+    }
+
+    /**
+     * Joins the job a launcher started ({@code Jccl.init(Config)}): resolves the job secret
+     * (JCCL_AUTH_TOKEN, else a secret the launcher's channel carries, else the per-user secret
+     * file), then runs the launch's {@link RootExchange}: rank 0 binds its bootstrap root first and
+     * publishes where it listens; the others look that up (both within JCCL_INIT_TIMEOUT) and
+     * connect to the first address that answers.
+     */
+    public static Communicator init(Config.Launch launch, Config config) {
+        int rank = launch.rank();
+        int size = launch.size();
+        RootExchange exchange = launch.exchange();
+        JobSecret js = launch.secret();
+        long deadline = System.nanoTime() + Settings.INIT_TIMEOUT.getDuration(config).toNanos();
+        String hostHash = hostHash(config, rank, size);
+        boolean carried = exchange.carriesSecret() && !js.isExplicit();
+        BootstrapRoot root = null;
+        try (exchange) {
+            RootExchange.Published published;
+            JobSecret.Resolved secret;
+            if (rank == 0) {
+                if (carried) {
+                    byte[] fresh = new byte[JcclId.SECRET_BYTES];
+                    RANDOM.nextBytes(fresh);
+                    secret = new JobSecret.Resolved(fresh, "a fresh secret that rank 0 handed out through " + exchange.describe());
+                } else {
+                    secret = js.resolve();
+                }
+                root = BootstrapRoot.start(exchange.bindAddresses(config), secret.secret(), config);
+                published = exchange.publish(root.addresses(), carried ? secret.secret() : null, hostHash, config, deadline);
+                Log.info(Log.Subsys.BOOTSTRAP, rank, "job secret from " + secret.describe() + "; root published through "
+                        + exchange.describe());
+            } else {
+                // Read the secret file before waiting: a broken one fails at once, not after the exchange.
+                JobSecret.Resolved own = carried ? null : js.resolve();
+                published = exchange.lookup(config, deadline);
+                if (own != null) {
+                    secret = own;
+                } else if (published.secret() != null) {
+                    secret = new JobSecret.Resolved(published.secret(), "rank 0, through " + exchange.describe());
+                } else {
+                    secret = js.resolve();
+                }
+            }
+            List<InetSocketAddress> roots = reachable(published, hostHash);
+            byte[] key = secret.secret();
+            String source = secret.source();
+            byte[] commId = derive("jccl-world", key, published.jobKey().getBytes(StandardCharsets.UTF_8));
+            return create(commId, key, rank, size, config, hostHash,
+                    self -> Bootstrap.rendezvous(roots, key, source, rank, size, self, config));
+        } catch (RuntimeException e) {
+            if (root != null) {
+                root.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * The root addresses worth trying from this host: rank 0's loopback addresses only when this rank
+     * is on rank 0's host (or the channel does not say where rank 0 is).
+     */
+    static List<InetSocketAddress> reachable(RootExchange.Published p, String hostHash) {
+        if (p.hostId() == null || p.hostId().equals(hostHash)) {
+            return p.addresses();
+        }
+        List<InetSocketAddress> out = new ArrayList<>();
+        for (InetSocketAddress a : p.addresses()) {
+            if (a.getAddress() == null || !a.getAddress().isLoopbackAddress()) {
+                out.add(a);
+            }
+        }
+        return out.isEmpty() ? p.addresses() : out;
     }
 
     /** {@code n} ranks as threads of this JVM, bootstrapped through a root on loopback. */

@@ -194,6 +194,41 @@ class BootstrapTest {
         assertNotEquals(0, root.address().getPort());
     }
 
+    /**
+     * A root on two addresses with one port: ranks that know either address form one job, and a rank
+     * given both, the first of which nothing answers at, joins through the second.
+     */
+    @Test
+    @Timeout(30)
+    void aRootListensOnEveryAddressGivenWithOnePort() throws Exception {
+        InetAddress second = InetAddress.getByName("127.0.0.2");
+        BootstrapRoot root = BootstrapRoot.start(List.of(new InetSocketAddress(LOOPBACK, 0), new InetSocketAddress(second, 0)),
+                secret, CONFIG);
+        cleanup.add(root);
+        assertEquals(2, root.addresses().size(), root.addresses().toString());
+        int port = root.address().getPort();
+        assertEquals(new InetSocketAddress(second, port), root.addresses().get(1));
+        int dead = freePort();
+        List<Future<PeerInfo[]>> futures = List.of(
+                ranks.submit(() -> Bootstrap.rendezvous(List.of(root.addresses().get(0)), secret, "test", 0, 3, peer(0), CONFIG)),
+                ranks.submit(() -> Bootstrap.rendezvous(List.of(root.addresses().get(1)), secret, "test", 1, 3, peer(1), CONFIG)),
+                ranks.submit(() -> Bootstrap.rendezvous(List.of(new InetSocketAddress(LOOPBACK, dead), root.addresses().get(1)), secret,
+                        "test", 2, 3, peer(2), CONFIG)));
+        for (Future<PeerInfo[]> f : futures) {
+            assertTable(get(f), 3);
+        }
+    }
+
+    /** An extra address that cannot be bound (not this host's) is skipped; the first one still must work. */
+    @Test
+    @Timeout(30)
+    void anExtraAddressThatCannotBeBoundIsSkipped() throws Exception {
+        BootstrapRoot root = BootstrapRoot.start(List.of(new InetSocketAddress(LOOPBACK, 0),
+                new InetSocketAddress(InetAddress.getByAddress(new byte[] {(byte) 192, 0, 2, 1}), 0)), secret, CONFIG);
+        cleanup.add(root);
+        assertEquals(List.of(root.address()), root.addresses());
+    }
+
     // ------------------------------------------------------------------ strangers and broken peers
 
     @Test

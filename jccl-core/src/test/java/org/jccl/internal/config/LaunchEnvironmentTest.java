@@ -7,12 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.ErrorCode;
+import org.jccl.internal.bootstrap.FixedAddressExchange;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -40,11 +42,17 @@ class LaunchEnvironmentTest {
         return e.getMessage();
     }
 
+    private static InetSocketAddress root(Config.Launch l) {
+        return ((FixedAddressExchange) l.exchange()).root();
+    }
+
     private static void assertRoot(Config.Launch l, String host, int port) {
-        InetSocketAddress a = l.id().rootAddress();
+        InetSocketAddress a = root(l);
         assertEquals(host, a.getAddress().getHostAddress());
         assertEquals(port, a.getPort());
-        assertArrayEquals(HexFormat.of().parseHex(TOKEN), l.id().secret());
+        assertTrue(l.secret().isExplicit());
+        assertEquals("JCCL_AUTH_TOKEN", l.secretDescription());
+        assertArrayEquals(HexFormat.of().parseHex(TOKEN), l.secret().resolve().secret());
     }
 
     private static Map<String, String> jccl() {
@@ -119,7 +127,7 @@ class LaunchEnvironmentTest {
     void torchrunWithIpv6MasterAddr() {
         Map<String, String> e = torchrun();
         e.put("MASTER_ADDR", "::1");
-        InetSocketAddress a = detect(e).id().rootAddress();
+        InetSocketAddress a = root(detect(e));
         assertTrue(a.getAddress().isLoopbackAddress() && a.getPort() == 29501, a.toString());
     }
 
@@ -196,21 +204,44 @@ class LaunchEnvironmentTest {
     // ------------------------------------------------------------------ errors
 
     @Test
-    void missingTokenUnderMpirunSaysHowToMakeAndExportOne() {
-        Map<String, String> e = ompi();
-        e.remove("JCCL_AUTH_TOKEN");
-        String m = error(e);
-        assertTrue(m.startsWith("JCCL_AUTH_TOKEN is not set: every rank needs the same 32-hex-digit secret; make one with"
-                + " `openssl rand -hex 16` and export it to all ranks (mpirun -x JCCL_AUTH_TOKEN, srun --export=ALL,JCCL_AUTH_TOKEN=...)"), m);
-        assertTrue(m.contains("Open MPI"), m);
+    void withoutTokenEveryConventionUsesThePerUserSecretFile() {
+        for (Map<String, String> e : java.util.List.of(jccl(), torchrun(), ompi(), slurm())) {
+            e.remove("JCCL_AUTH_TOKEN");
+            Config.Launch l = LaunchEnvironment.detect(e, "/home/someone").orElseThrow();
+            assertFalse(l.secret().isExplicit());
+            assertEquals(Path.of("/home/someone/.jccl/secret"), l.secret().file());
+            assertEquals("the secret file /home/someone/.jccl/secret", l.secretDescription());
+            e.put("JCCL_SECRET_FILE", "/shared/job.secret");
+            assertEquals(Path.of("/shared/job.secret"), LaunchEnvironment.detect(e, "/home/someone").orElseThrow().secret().file());
+        }
     }
 
     @Test
-    void missingTokenForEveryConvention() {
-        for (Map<String, String> e : java.util.List.of(jccl(), torchrun(), slurm())) {
-            e.remove("JCCL_AUTH_TOKEN");
-            assertTrue(error(e).startsWith("JCCL_AUTH_TOKEN is not set"));
-        }
+    void withoutTokenAndHomeTheErrorSaysWhatToSet() {
+        Map<String, String> e = torchrun();
+        e.remove("JCCL_AUTH_TOKEN");
+        ConfigException x = assertThrows(ConfigException.class, () -> LaunchEnvironment.detect(e, null));
+        assertTrue(x.getMessage().contains("no home directory") && x.getMessage().contains("JCCL_SECRET_FILE")
+                && x.getMessage().contains("JCCL_AUTH_TOKEN"), x.getMessage());
+    }
+
+    @Test
+    void emptyTokenIsAnErrorNotTheFile() {
+        Map<String, String> e = ompi();
+        e.put("JCCL_AUTH_TOKEN", " ");
+        String m = error(e);
+        assertTrue(m.startsWith("JCCL_AUTH_TOKEN is set but empty: every rank needs the same 32-hex-digit secret; make one with"
+                + " `openssl rand -hex 16` and export it to all ranks (mpirun -x JCCL_AUTH_TOKEN, srun --export=ALL,JCCL_AUTH_TOKEN=...)"), m);
+        assertTrue(m.contains("~/.jccl/secret") && m.contains("Open MPI"), m);
+    }
+
+    @Test
+    void anExplicitTokenWinsOverTheSecretFile() {
+        Map<String, String> e = torchrun();
+        e.put("JCCL_SECRET_FILE", "/shared/job.secret");
+        Config.Launch l = detect(e);
+        assertTrue(l.secret().isExplicit());
+        assertArrayEquals(HexFormat.of().parseHex(TOKEN), l.secret().resolve().secret());
     }
 
     @Test
@@ -258,10 +289,10 @@ class LaunchEnvironmentTest {
 
     @Test
     void everyProblemIsReportedAtOnce() {
-        String m = error(env("JCCL_RANK", "0"));
+        String m = error(env("JCCL_RANK", "0", "JCCL_AUTH_TOKEN", "xyz"));
         assertTrue(m.contains("JCCL_WORLD_SIZE is not set"), m);
         assertTrue(m.contains("JCCL_COMM_ID is not set"), m);
-        assertTrue(m.contains("JCCL_AUTH_TOKEN is not set"), m);
+        assertTrue(m.contains("JCCL_AUTH_TOKEN must be 32 hex digits"), m);
     }
 
     @Test
@@ -301,6 +332,52 @@ class LaunchEnvironmentTest {
         e = ompi();
         e.put("MASTER_PORT", "http");
         assertTrue(error(e).contains("MASTER_ADDR:MASTER_PORT='127.0.0.3:http' has a port that is not a number"));
+    }
+
+    /** Which loopback resolutions of a root's host name are another host's name resolving here (an error at once). */
+    @Test
+    void anotherHostsNameResolvedToLoopbackIsRecognised() throws Exception {
+        java.net.InetAddress debian = java.net.InetAddress.getByName("127.0.1.1");
+        java.net.InetAddress lo = java.net.InetAddress.getByName("127.0.0.1");
+        java.util.List<java.net.InetAddress> localhost = java.util.List.of(lo);
+        // node1 resolves node0 to 127.0.1.1 (an /etc/hosts copied from node0): another host's name.
+        assertTrue(FixedAddressExchange.otherHostOnLoopback("node0", debian, "node1", java.util.List.of(), localhost));
+        assertTrue(FixedAddressExchange.otherHostOnLoopback("node0.cluster", debian, "node1", java.util.List.of(), localhost));
+        // On node0 itself, or through an alias of node0's own address, or by its fully qualified name: fine.
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("node0", debian, "node0", java.util.List.of(debian), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("node0.cluster", debian, "node0", java.util.List.of(), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("gpu-a", debian, "node0", java.util.List.of(debian), localhost));
+        // localhost's addresses and literal addresses mean "this host" whatever the name: several torchrun nodes on one host.
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("localhost", lo, "node1", java.util.List.of(), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("127.0.1.1", debian, "node1", java.util.List.of(), localhost));
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("::1", java.net.InetAddress.getByName("::1"), "node1", java.util.List.of(),
+                localhost));
+        // Unknown own name: no verdict.
+        assertFalse(FixedAddressExchange.otherHostOnLoopback("node0", debian, null, java.util.List.of(), localhost));
+    }
+
+    @Test
+    void aLoopbackRootThatIsNotAnotherHostsNameJoinsAsUsual() {
+        Map<String, String> e = torchrun();
+        e.put("MASTER_ADDR", "localhost");
+        e.put("GROUP_RANK", "1"); // a second torchrun node on the same host is legitimate
+        assertEquals(29501, detect(e).exchange().lookup(Config.defaults(), System.nanoTime()).addresses().getFirst().getPort());
+    }
+
+    /** A root name that does not resolve yet is no error when the environment is read: the ranks resolve it until the deadline. */
+    @Test
+    void aRootNameThatDoesNotResolveYetIsRetriedUntilTheDeadline() {
+        Map<String, String> e = jccl();
+        e.put("JCCL_COMM_ID", "jccl-pod-0.no-such-service.invalid:29500");
+        Config.Launch l = detect(e);
+        assertTrue(root(l).isUnresolved());
+        long t0 = System.nanoTime();
+        org.jccl.JcclTimeoutException x = assertThrows(org.jccl.JcclTimeoutException.class,
+                () -> l.exchange().lookup(Config.defaults(), System.nanoTime() + 300_000_000L));
+        assertTrue(System.nanoTime() - t0 >= 250_000_000L, "retried until the deadline");
+        assertTrue(x.getMessage().startsWith("the name 'jccl-pod-0.no-such-service.invalid' of rank 0's host"
+                + " (JCCL_COMM_ID=jccl-pod-0.no-such-service.invalid:29500) did not resolve") && x.getMessage().contains("publishNotReadyAddresses"),
+                x.getMessage());
     }
 
     @Test

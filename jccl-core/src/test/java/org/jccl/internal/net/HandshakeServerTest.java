@@ -230,7 +230,7 @@ class HandshakeServerTest {
         JcclException e = (JcclException) t;
         assertEquals(ErrorCode.AUTHENTICATION, e.code(), e.getMessage());
         assertTrue(e.getMessage().contains("rejected this rank's proof of the job secret"), e.getMessage());
-        assertFailed(s.next(), ErrorCode.AUTHENTICATION, "failed authentication (wrong secret: its JCCL_AUTH_TOKEN / JcclId differs");
+        assertFailed(s.next(), ErrorCode.AUTHENTICATION, "failed authentication (wrong secret: its JCCL_AUTH_TOKEN, secret file or JcclId differs");
     }
 
     @Test
