@@ -11,12 +11,13 @@
 # Cases (each runs org.jccl.examples.CollectiveCheck, every collective, under torchrun --no_python):
 #   static      torchrun --nproc_per_node 2: the agent's store at MASTER_PORT carries rank 0's address
 #               (jccl must never bind MASTER_PORT; before this fix: "Address already in use")
-#   standalone  torchrun --standalone --nproc_per_node 2 (c10d; torch >= 2.4 serves it from the agent too)
+#   standalone  torchrun --standalone --nproc_per_node 2 (c10d; newer torch serves its store from the agent too)
 #   nnodes      two torchrun agents on this host as two nodes (--nnodes 2, c10d rendezvous), 2 ranks each
-#   classic     'static' with USE_LIBUV=0 (torch 2.4+: the classic TCPStore backend instead of libuv)
+#   classic     'static' with USE_LIBUV=0 (newer torch: the classic TCPStore backend instead of the libuv one)
 # Each case passes when torchrun exits 0 and rank 0 prints "CHECK OK <n> checks"; the log line
-# "torch store dialect ..." says which protocol dialect jccl found (LEGACY: torch <= 2.1,
-# VALIDATED: 2.2, VALIDATED_PING: 2.3 and later). Exit code: 0 all passed, 1 a case failed, 2 setup.
+# "torch store dialect ..." says which protocol dialect jccl found (LEGACY: torch 1.x and early 2.x;
+# VALIDATED: VALIDATE handshake, no PING; VALIDATED_PING: current torch). Exit code: 0 all passed,
+# 1 a case failed, 2 setup.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)

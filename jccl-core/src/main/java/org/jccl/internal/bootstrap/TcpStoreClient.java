@@ -24,22 +24,24 @@ import org.jccl.JcclTimeoutException;
  *
  * <p>The protocol has two dialects that number the queries differently:
  * <ul>
- *   <li><b>legacy</b> (torch 1.x to 2.1): SET 0, GET 2, ADD 3, CHECK 4, WAIT 5, GETNUMKEYS 6; no
- *       handshake;</li>
- *   <li><b>validated</b> (torch 2.2 on): VALIDATE 0 first on every connection with the magic number
- *       0x3C85F7CE, then SET 1, GET 3, ADD 4, CHECK 5, WAIT 6, GETNUMKEYS 7, and from 2.3 on PING 13
- *       (echoes a u32). A server of this dialect closes (classic backend) or ignores (libuv backend)
- *       a connection whose first query is not VALIDATE.</li>
+ *   <li><b>legacy</b> (torch 1.x, tested with Debian's 1.13, and the early 2.x releases): SET 0,
+ *       GET 2, ADD 3, CHECK 4, WAIT 5, GETNUMKEYS 6; no handshake;</li>
+ *   <li><b>validated</b> (later 2.x releases, read from PyTorch's sources; the first release of
+ *       each step is not verified here): VALIDATE 0 first on every connection with the magic number
+ *       0x3C85F7CE, then SET 1, GET 3, ADD 4, CHECK 5, WAIT 6, GETNUMKEYS 7, and in later releases PING
+ *       13 (echoes a u32). A server of this dialect closes (classic backend) or ignores (libuv
+ *       backend) a connection whose first query is not VALIDATE.</li>
  * </ul>
  * {@link #connect} finds the dialect by probing, without ever stalling the store (a torch store
  * serves every client from one thread, so a probe must never leave it blocked in a read): first the
  * validated form, VALIDATE + PING + two GETNUMKEYS (12 bytes, answered with 20); a legacy server
  * reads that as SET with a key length of 2^63 or more, which fails at once
  * ({@code std::length_error}) and drops only this connection. Then, on a new connection, four
- * legacy GETNUMKEYS (4 bytes, answered with 32), which a validated server drops. Then VALIDATE +
- * GETNUMKEYS for the validated servers without PING (2.2). Every probe is a whole number of
- * 4-byte words, so a server of the short-lived 2.1-era dialect that put a 4-byte magic number before
- * each query discards it word by word instead of waiting for more bytes.
+ * legacy GETNUMKEYS (4 bytes, answered with 32), which a validated server drops or ignores. Then
+ * VALIDATE + three GETNUMKEYS for validated servers without PING. Every probe is a whole number of
+ * 4-byte words, so a server of the short-lived development-era variant that expected a 4-byte magic
+ * number before each query (not supported: it ends in the PROTOCOL error) discards them word by
+ * word instead of waiting for more bytes.
  *
  * <p>Not thread-safe: one thread uses one client.
  */
@@ -50,11 +52,11 @@ public final class TcpStoreClient implements AutoCloseable {
 
     /** How the server numbers its queries. */
     public enum Dialect {
-        /** torch 1.x to 2.1: no handshake. */
+        /** torch 1.x and early 2.x: no handshake. */
         LEGACY(-1, 0, 2, 3, 4, 5, 6, -1),
-        /** torch 2.2: VALIDATE first, no PING. */
+        /** VALIDATE first, no PING. */
         VALIDATED(0, 1, 3, 4, 5, 6, 7, -1),
-        /** torch 2.3 and later: VALIDATE first, PING. */
+        /** VALIDATE first, with PING (current torch). */
         VALIDATED_PING(0, 1, 3, 4, 5, 6, 7, 13);
 
         final int validate;
@@ -134,7 +136,7 @@ public final class TcpStoreClient implements AutoCloseable {
     /** The three probes; IOException only when no connection could be made at all. */
     private static TcpStoreClient probe(InetSocketAddress address, String where, long deadlineNanos) throws IOException {
         StringBuilder seen = new StringBuilder();
-        // 1. validated + PING (torch >= 2.3): VALIDATE magic | PING nonce | GETNUMKEYS | GETNUMKEYS.
+        // 1. validated + PING (current torch): VALIDATE magic | PING nonce | GETNUMKEYS | GETNUMKEYS.
         int nonce = (int) (System.nanoTime() ^ ProcessHandle.current().pid()) | 0x0080_0000; // byte 2 >= 0x80: see the class comment
         ByteBuffer a = le(12).put((byte) 0).putInt(VALIDATION_MAGIC).put((byte) 13).putInt(nonce).put((byte) 7).put((byte) 7);
         Socket s = open(address, deadlineNanos);
@@ -143,14 +145,14 @@ public final class TcpStoreClient implements AutoCloseable {
             return new TcpStoreClient(address, where, Dialect.VALIDATED_PING, s);
         }
         close(s);
-        // 2. legacy (torch 1.x - 2.1): four GETNUMKEYS.
+        // 2. legacy (torch 1.x, early 2.x): four GETNUMKEYS.
         s = open(address, deadlineNanos);
         reply = exchange(s, new byte[] {6, 6, 6, 6}, 32, seen, "legacy");
         if (reply != null) {
             return new TcpStoreClient(address, where, Dialect.LEGACY, s);
         }
         close(s);
-        // 3. validated without PING (torch 2.2): VALIDATE magic | GETNUMKEYS x3 (8 bytes: two words).
+        // 3. validated without PING: VALIDATE magic | GETNUMKEYS x3 (8 bytes: two words).
         s = open(address, deadlineNanos);
         ByteBuffer c = le(8).put((byte) 0).putInt(VALIDATION_MAGIC).put((byte) 7).put((byte) 7).put((byte) 7);
         reply = exchange(s, c.array(), 24, seen, "validated");
@@ -159,7 +161,7 @@ public final class TcpStoreClient implements AutoCloseable {
         }
         close(s);
         throw new JcclException(ErrorCode.PROTOCOL, "the server at " + BootstrapWire.hostPort(address) + " (" + where + ") does not"
-                + " answer as PyTorch's TCPStore in any dialect jccl speaks (torch 1.x-2.1, 2.2, 2.3 and later): " + seen
+                + " answer as PyTorch's TCPStore in any dialect jccl speaks (legacy, validated, validated with ping): " + seen
                 + "; if it is not torchrun's store, unset TORCHELASTIC_USE_AGENT_STORE, or set JCCL_COMM_ID=<rank 0's host>:<free port>"
                 + " so jccl does not use it");
     }

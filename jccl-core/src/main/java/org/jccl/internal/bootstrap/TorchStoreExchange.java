@@ -24,7 +24,7 @@ import org.jccl.internal.net.Interfaces;
 /**
  * Rank 0's root addresses through the TCPStore that torchrun's agent serves at
  * {@code MASTER_ADDR:MASTER_PORT} ({@code TORCHELASTIC_USE_AGENT_STORE=True}: torch 1.13's static
- * rendezvous, and from torch 2.4 on every rendezvous): what ProcessGroupNCCL does with NCCL's unique
+ * rendezvous, and in newer torch the c10d rendezvous too): what ProcessGroupNCCL does with NCCL's unique
  * id. Rank 0 binds its root on a free port (on the interface jccl selects, and on MASTER_ADDR's
  * address when that is one of this host's), then sets one key; the other ranks wait for it. The
  * agent's store port itself is never bound, so nothing collides with it.
