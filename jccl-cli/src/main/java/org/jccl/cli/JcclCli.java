@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
 public final class JcclCli implements Runnable {
 
     public static void main(String[] args) {
+        BootStderr.restore(); // first: bin/jccl's filter of the JVM's boot-time incubator warning ends here
         System.exit(execute(args));
     }
 
