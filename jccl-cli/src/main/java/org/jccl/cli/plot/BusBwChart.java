@@ -303,13 +303,16 @@ public final class BusBwChart {
                         ? ", " + kinds.iterator().next() : "") + ")";
         XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
         renderer.setDrawSeriesLineAsPath(true);
+        renderer.setDrawOutlines(false);
         Shape dot = new Ellipse2D.Double(-3.5, -3.5, 7, 7);
         for (int i = 0; i < data.getSeriesCount(); i++) {
             renderer.setSeriesPaint(i, COLORS[i % COLORS.length]);
             renderer.setSeriesStroke(i, new BasicStroke(2f, BasicStroke.CAP_ROUND, BasicStroke.JOIN_ROUND));
             renderer.setSeriesShape(i, dot);
         }
-        XYPlot plot = new XYPlot(data, sizeAxis(minBytes, maxBytes), logY ? bandwidthLogAxis() : bandwidthLinearAxis(), renderer);
+        double maxY = values.stream().mapToDouble(Double::doubleValue).max().orElse(1);
+        XYPlot plot = new XYPlot(data, sizeAxis(minBytes, maxBytes), logY ? bandwidthLogAxis() : bandwidthLinearAxis(maxY),
+                renderer);
         plot.setBackgroundPaint(Color.WHITE);
         plot.setDomainGridlinePaint(GRID);
         plot.setRangeGridlinePaint(GRID);
@@ -327,8 +330,8 @@ public final class BusBwChart {
 
     /**
      * The size axis: base 2, from the whole power of two at or below the smallest size to the one at or
-     * above the largest, with a labelled tick every 1, 2, 3 or 5 powers of two (at most 12) counted from
-     * the smallest size, so that ticks fall on measured sizes (8 B, 32 B, ... for -b 8 -f 4).
+     * above the largest, with a labelled tick every {@link #tickStep} powers of two counted from the
+     * smallest size, so that ticks fall on measured sizes (8 B, 32 B, ... for -b 8 -f 4).
      */
     static LogAxis sizeAxis(double minBytes, double maxBytes) {
         double lo = Math.floor(log2(minBytes));
@@ -337,18 +340,32 @@ public final class BusBwChart {
             lo -= 1;
             hi += 1;
         }
-        double step = 10;
-        for (double s : new double[] {1, 2, 3, 5}) {
-            if ((hi - lo) / s <= 11) {
-                step = s;
-                break;
-            }
-        }
+        double step = tickStep(hi - lo);
         SizeAxis x = new SizeAxis(lo, step);
         // A little room beyond the outer points, so that they are not drawn on the plot's border.
         x.setRange(Math.pow(2, lo - 0.5), Math.pow(2, hi + 0.5));
         fonts(x);
         return x;
+    }
+
+    /**
+     * Powers of two between size ticks over a span of {@code span} powers: the smallest step that
+     * divides the span into at most 14 labels (so that both ends are labelled), else the smallest
+     * that gives at most 11.
+     */
+    static double tickStep(double span) {
+        int[] steps = {1, 2, 3, 4, 5, 6, 8, 10};
+        for (int s : steps) {
+            if (span % s == 0 && span / s <= 13) {
+                return s;
+            }
+        }
+        for (int s : steps) {
+            if (span / s <= 11) {
+                return s;
+            }
+        }
+        return Math.ceil(span / 11);
     }
 
     /** A base-2 axis whose ticks are 2^(first + k * step), labelled by {@link #sizeLabel}. */
@@ -423,12 +440,30 @@ public final class BusBwChart {
         }
     }
 
-    private static NumberAxis bandwidthLinearAxis() {
+    /** From 0, with a tick every 1, 2, 2.5 or 5 times a power of ten: 5 to 10 labels up to {@code max}. */
+    private static NumberAxis bandwidthLinearAxis(double max) {
         NumberAxis y = new NumberAxis("busbw (GB/s)");
         y.setAutoRangeIncludesZero(true);
+        y.setAutoTickUnitSelection(false);
+        y.setTickUnit(new NumberTickUnit(niceStep(max, 8)));
         y.setNumberFormatOverride(new BandwidthFormat());
         fonts(y);
         return y;
+    }
+
+    /** The smallest of 1, 2, 2.5, 5 x 10^n that cuts [0, max] into at most {@code parts} steps. */
+    static double niceStep(double max, int parts) {
+        if (!(max > 0)) {
+            return 1;
+        }
+        double raw = max / parts;
+        double decade = Math.pow(10, Math.floor(Math.log10(raw)));
+        for (double m : new double[] {1, 2, 2.5, 5, 10}) {
+            if (m * decade >= raw) {
+                return m * decade;
+            }
+        }
+        return 10 * decade;
     }
 
     private static void fonts(ValueAxis a) {
