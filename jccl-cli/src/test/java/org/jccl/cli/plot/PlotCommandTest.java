@@ -3,6 +3,7 @@ package org.jccl.cli.plot;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.awt.Color;
 import java.awt.image.BufferedImage;
@@ -45,6 +46,18 @@ class PlotCommandTest {
 
     @TempDir
     Path dir;
+
+    /** Drawing needs AWT and at least one font; a machine without fonts skips the drawing tests, naming the packages. */
+    private static void assumeFonts() {
+        String fonts;
+        try {
+            fonts = String.join(",", java.awt.GraphicsEnvironment.getLocalGraphicsEnvironment().getAvailableFontFamilyNames());
+        } catch (RuntimeException | Error e) {
+            fonts = "";
+        }
+        assumeTrue(!fonts.isEmpty(), "no font for AWT on this machine: install fontconfig and fonts-dejavu-core"
+                + " (Debian; .ci/run does) to run the plot tests");
+    }
 
     @BeforeEach
     void fixtures() throws IOException {
@@ -123,6 +136,7 @@ class PlotCommandTest {
 
     @Test
     void jcclBesideAnAnchorAndNcclTestsOneLinePerRunWithItsDotsAndLabels() throws Exception {
+        assumeFonts();
         Path svg = dir.resolve("busbw.svg");
         Result r = run("plot", f(JCCL), f(MPI), "-o", svg.toString());
         assertEquals(0, r.code(), r.err());
@@ -149,6 +163,7 @@ class PlotCommandTest {
 
     @Test
     void labelsReplaceTheMadeUpOnesAndTheInPlaceColumnsCanBeDrawn() throws Exception {
+        assumeFonts();
         Path svg = dir.resolve("labels.svg");
         Result r = run("plot", f(NCCL_BACKEND), f(NCCL_TESTS), "-o", svg.toString(), "--label", "NCCL via jccl perf",
                 "--in-place", "--title", "4x H200");
@@ -170,6 +185,7 @@ class PlotCommandTest {
 
     @Test
     void aLinearAxisStartsAtZeroAndThePngShowsEveryLine() throws Exception {
+        assumeFonts();
         Path png = dir.resolve("busbw.png");
         Result r = run("plot", f(NCCL_BACKEND), f(JCCL), "-o", png.toString(), "--y", "linear");
         assertEquals(0, r.code(), r.err());
@@ -197,6 +213,7 @@ class PlotCommandTest {
 
     @Test
     void perfPlotDrawsItsOwnRun() throws Exception {
+        assumeFonts();
         Path svg = dir.resolve("perf.svg");
         Path json = dir.resolve("perf.json");
         int code = JcclCli.execute("perf", "all_reduce", "-np", "2", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-w", "1",
