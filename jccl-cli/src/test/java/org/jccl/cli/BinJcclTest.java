@@ -158,7 +158,7 @@ class BinJcclTest {
         }
         assertEquals(1, builders);
         assertEquals(2, waiters);
-        assertEquals(List.of("-B -DskipTests -pl jccl-cli -am package"), mvnwCalls());
+        assertEquals(List.of("-B -Dmaven.test.skip=true -pl jccl-cli -am package"), mvnwCalls());
         // Maven's whole output is in the log, not on the terminal.
         assertTrue(Files.readString(root.resolve("target/jccl-build.log")).contains("[INFO] BUILD SUCCESS"));
 
