@@ -37,7 +37,7 @@ fi
 
 cli_jar=jccl-cli/target/jccl-cli.jar
 cli_lib=jccl-cli/target/lib
-cuda_jar=$(ls jccl-cuda/target/jccl-cuda-*.jar 2>/dev/null | grep -v -e '-tests\.jar$' -e '-sources\.jar$' | head -n 1 || true)
+cuda_jar=$(ls jccl-cuda/target/jccl-cuda-*.jar 2>/dev/null | grep -v -e '-tests\.jar$' -e '-sources\.jar$' -e '-javadoc\.jar$' | head -n 1 || true)
 cuda_tests=$(ls jccl-cuda/target/jccl-cuda-*-tests.jar 2>/dev/null | head -n 1 || true)
 core_jar=$(ls jccl-cuda/target/device-lib/jccl-core-*.jar 2>/dev/null | head -n 1 || true)
 console=jccl-cuda/target/device-lib/junit-platform-console-standalone.jar

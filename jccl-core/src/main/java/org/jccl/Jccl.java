@@ -22,7 +22,7 @@ public final class Jccl {
     /** jccl's version. */
     public static String version() {
         String v = Jccl.class.getPackage().getImplementationVersion();
-        return v != null ? v : "0.1.0-SNAPSHOT";
+        return v != null ? v : "0.2.0";
     }
 
     /**

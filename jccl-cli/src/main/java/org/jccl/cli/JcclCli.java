@@ -4,6 +4,7 @@ import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.cli.env.EnvCommand;
 import org.jccl.cli.perf.PerfCommand;
+import org.jccl.cli.plot.PlotCommand;
 import org.jccl.cli.run.RunCommand;
 import org.jccl.cli.status.StatusCommand;
 import org.jccl.cli.topo.DoctorCommand;
@@ -11,14 +12,15 @@ import org.jccl.cli.topo.TopoCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code jccl} command. Subcommands: perf, run, topo, doctor, env, status. */
+/** The {@code jccl} command. Subcommands: perf, plot, run, topo, doctor, env, status. */
 @Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = JcclCli.Version.class,
         description = "jccl: collective communication for the JVM.",
-        subcommands = {PerfCommand.class, RunCommand.class, TopoCommand.class, DoctorCommand.class, EnvCommand.class, StatusCommand.class,
+        subcommands = {PerfCommand.class, PlotCommand.class, RunCommand.class, TopoCommand.class, DoctorCommand.class, EnvCommand.class, StatusCommand.class,
                 CommandLine.HelpCommand.class})
 public final class JcclCli implements Runnable {
 
     public static void main(String[] args) {
+        BootStderr.restore(); // first: bin/jccl's filter of the JVM's boot-time incubator warning ends here
         System.exit(execute(args));
     }
 

@@ -217,12 +217,16 @@ final class GpuPerfRunner {
             if (json != null) {
                 out.println("# Writing JSON output to " + json);
             }
+            if (o.plotFile() != null) {
+                out.println("# Drawing busbw against size to " + o.plotFile());
+            }
             Table.deviceReport(o, infos, localN, backend).forEach(out::println);
             Table.resultHeader().forEach(out::println);
             out.flush();
         }
 
-        JsonReport report = json != null ? new JsonReport() : null;
+        // The plot is drawn from the report, exactly what -J writes.
+        JsonReport report = json != null || (printer && o.plotFile() != null) ? new JsonReport() : null;
         RankSync sync = new RankSync(localN, host, total, rank0Local);
         Worker[] workers = new Worker[localN];
         Thread[] threads = new Thread[localN];
@@ -291,12 +295,17 @@ final class GpuPerfRunner {
             Table.footer(errors, avgBusBw, o.minBusBw(), c).forEach(out::println);
             out.flush();
             if (report != null) {
-                try {
-                    JsonReport.write(json, report.document(o, infos, env, errors, avgBusBw, o.minBusBw(), List.of(),
-                            localN, backend));
-                } catch (IOException e) {
-                    err.println("jccl perf: could not write " + json + ": " + e);
-                    err.flush();
+                String document = report.document(o, infos, env, errors, avgBusBw, o.minBusBw(), List.of(), localN, backend);
+                if (json != null) {
+                    try {
+                        JsonReport.write(json, document);
+                    } catch (IOException e) {
+                        err.println("jccl perf: could not write " + json + ": " + e);
+                        err.flush();
+                        return PerfRunner.FAILED;
+                    }
+                }
+                if (o.plotFile() != null && !PerfPlot.draw(document, o.plotFile(), err)) {
                     return PerfRunner.FAILED;
                 }
             }

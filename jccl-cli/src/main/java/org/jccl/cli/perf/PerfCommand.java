@@ -117,6 +117,11 @@ public final class PerfCommand implements Callable<Integer> {
             description = "also write the results as JSON (nccl-tests' layout); an existing file is kept and FILE.0, FILE.1, ... used")
     Path json;
 
+    @Option(names = "--plot", paramLabel = "FILE",
+            description = "also draw busbw against message size into FILE (.svg or .png; replaced if it exists); overlay"
+                    + " several runs' -J files with jccl plot")
+    Path plot;
+
     @Option(names = "-np", paramLabel = "N",
             description = "start N ranks on this host, each running this command without -np (on GPUs: one GPU per"
                     + " rank, the GPU numbered by its local rank; see --bind-to)")
@@ -226,9 +231,13 @@ public final class PerfCommand implements Callable<Integer> {
                     throw new IllegalArgumentException("NCCL_TESTS_MIN_BW='" + minBwText + "' is not a number (GB/s)");
                 }
             }
+            if (plot != null) {
+                // Before anything is measured: a wrong name or folder, or missing libraries, end the run now.
+                org.jccl.cli.plot.BusBwChart.checkWritable(plot);
+            }
             return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
                     PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,
-                    rankArgs(spec.commandLine().getParseResult()), jitWarmup, parseTiming(timing));
+                    rankArgs(spec.commandLine().getParseResult()), jitWarmup, parseTiming(timing), plot);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
         }

@@ -34,11 +34,20 @@ import org.jccl.ReduceOp;
  * @param median time each operation alone (barrier, then one blocking operation) and report the
  *     median, which is how the Open MPI and Gloo anchor scripts measure; false: nccl-tests' mean of
  *     {@code iters} back-to-back operations
+ * @param plotFile where to draw bus bandwidth against size (--plot, .svg or .png), or null
  */
 record PerfOptions(Collective collective, long minBytes, long maxBytes, long stepBytes, long stepFactor, int iters,
                    int warmupIters, int check, List<ReduceOp> ops, List<DataType> types, int root, int average,
                    int blocking, Path jsonFile, double minBusBw, List<String> args, int jitWarmup,
-                   boolean median) {
+                   boolean median, Path plotFile) {
+
+    /** The options without a plot. */
+    PerfOptions(Collective collective, long minBytes, long maxBytes, long stepBytes, long stepFactor, int iters,
+                int warmupIters, int check, List<ReduceOp> ops, List<DataType> types, int root, int average,
+                int blocking, Path jsonFile, double minBusBw, List<String> args, int jitWarmup, boolean median) {
+        this(collective, minBytes, maxBytes, stepBytes, stepFactor, iters, warmupIters, check, ops, types, root, average,
+                blocking, jsonFile, minBusBw, args, jitWarmup, median, null);
+    }
 
     /** {@link #root} value meaning "every rank in turn" (nccl-tests' -r -1). */
     static final int ALL_ROOTS = -1;

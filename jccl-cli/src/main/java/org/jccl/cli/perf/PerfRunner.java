@@ -66,6 +66,9 @@ final class PerfRunner {
         if (json != null) {
             out.println("# Writing JSON output to " + json);
         }
+        if (printer && o.plotFile() != null) {
+            out.println("# Drawing busbw against size to " + o.plotFile());
+        }
 
         List<RankInfo> ranks = gatherRankInfo(comm);
         if (printer) {
@@ -96,7 +99,8 @@ final class PerfRunner {
             return FAILED;
         }
 
-        JsonReport report = json != null ? new JsonReport() : null;
+        // The plot is drawn from the report, exactly what -J writes.
+        JsonReport report = json != null || (printer && o.plotFile() != null) ? new JsonReport() : null;
         long errors;
         double avgBusBw;
         try (Benchmark b = bench) {
@@ -118,11 +122,17 @@ final class PerfRunner {
             Table.footer(errors, avgBusBw, o.minBusBw(), c).forEach(out::println);
             out.flush();
             if (report != null) {
-                try {
-                    JsonReport.write(json, report.document(o, ranks, env, errors, avgBusBw, o.minBusBw(), List.of()));
-                } catch (IOException e) {
-                    err.println("jccl perf: could not write " + json + ": " + e);
-                    err.flush();
+                String document = report.document(o, ranks, env, errors, avgBusBw, o.minBusBw(), List.of());
+                if (json != null) {
+                    try {
+                        JsonReport.write(json, document);
+                    } catch (IOException e) {
+                        err.println("jccl perf: could not write " + json + ": " + e);
+                        err.flush();
+                        return FAILED;
+                    }
+                }
+                if (o.plotFile() != null && !PerfPlot.draw(document, o.plotFile(), err)) {
                     return FAILED;
                 }
             }

@@ -47,7 +47,8 @@ import org.jccl.internal.topo.Topology;
  * {@code JCCL_AUTH_TOKEN}); the variables of other launchers (torchrun, Open MPI, Slurm) are removed so
  * that a rank started from inside such a job cannot mistake the outer job's identity for its own.
  * Every output line of a rank is copied to our stdout or stderr with a {@code "[rank] "} prefix, one
- * whole line at a time. The job fails fast: when one rank exits non-zero the others are stopped.
+ * whole line at a time; a JVM that jccl started with the Vector API module loses its boot-time
+ * {@value #INCUBATOR_WARNING} line. The job fails fast: when one rank exits non-zero the others are stopped.
  *
  * <p>Thread safety: every method may be called from any thread; each {@code launch} call owns its
  * processes and threads.
@@ -73,6 +74,13 @@ public final class LocalLauncher {
 
     /** Prefixes of conflicting variables (all of Open MPI's per-rank identity). */
     static final List<String> CONFLICTING_PREFIXES = List.of("OMPI_COMM_WORLD_");
+
+    /**
+     * What a JVM prints to stderr while it boots with the Vector API module, before any of its code
+     * runs. The ranks of a command jccl composed ({@link #javaCommand}, a {@code .jar} TARGET) do not
+     * show it: jccl added the module, not the user (see {@link #isJcclJavaCommand}).
+     */
+    static final String INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector";
 
     /** A rank's output line longer than this is passed on in pieces, so a rank cannot exhaust our heap. */
     private static final int MAX_LINE = 64 * 1024;
@@ -286,6 +294,20 @@ public final class LocalLauncher {
         return cmd;
     }
 
+    /**
+     * Whether {@code command} starts a JVM with the flags jccl itself puts first ({@link #javaCommand},
+     * {@code jccl run} with a {@code .jar} TARGET): the java binary, {@code --enable-native-access=ALL-UNNAMED},
+     * {@code --add-modules jdk.incubator.vector}. The incubator warning of such a rank is jccl's doing
+     * and is dropped; a command the user wrote keeps it.
+     */
+    static boolean isJcclJavaCommand(List<String> command) {
+        return command.size() > 4
+                && command.get(0).equals(javaBinary())
+                && command.get(1).equals("--enable-native-access=ALL-UNNAMED")
+                && command.get(2).equals("--add-modules")
+                && command.get(3).equals("jdk.incubator.vector");
+    }
+
     /** The java launcher of the running JVM. */
     static String javaBinary() {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
@@ -297,9 +319,10 @@ public final class LocalLauncher {
     }
 
     /**
-     * The running JVM's classpath entries (made absolute) plus, when jccl runs from its jar, the jars of
-     * the {@code lib/} folder beside it: {@code java -jar} reads those from the manifest, so they are not
-     * in {@code java.class.path}.
+     * The running JVM's classpath entries (made absolute) plus, when jccl runs from its jar, the jars its
+     * manifest's {@code Class-Path} names ({@code java -jar} reads those from the manifest, so they are not
+     * in {@code java.class.path}); for a jar without one, the jars of the {@code lib/} folder beside it.
+     * The manifest decides because {@code lib/} may also hold jars of an older build (another version).
      */
     static List<String> ownClasspath() {
         Set<String> cp = new LinkedHashSet<>();
@@ -311,6 +334,11 @@ public final class LocalLauncher {
         Path self = ownLocation();
         if (self != null && Files.isRegularFile(self)) {
             cp.add(self.toString());
+            List<Path> fromManifest = manifestClassPath(self);
+            if (!fromManifest.isEmpty()) {
+                fromManifest.forEach(p -> cp.add(p.toString()));
+                return List.copyOf(cp);
+            }
             Path lib = self.resolveSibling("lib");
             if (Files.isDirectory(lib)) {
                 try (Stream<Path> jars = Files.list(lib)) {
@@ -324,6 +352,38 @@ public final class LocalLauncher {
             }
         }
         return List.copyOf(cp);
+    }
+
+    /**
+     * The entries of {@code jar}'s manifest {@code Class-Path} (relative to the jar's folder, made absolute)
+     * that exist; empty when it has none or cannot be read.
+     */
+    static List<Path> manifestClassPath(Path jar) {
+        try (java.util.jar.JarFile jf = new java.util.jar.JarFile(jar.toFile())) {
+            java.util.jar.Manifest m = jf.getManifest();
+            String value = m == null ? null : m.getMainAttributes().getValue(java.util.jar.Attributes.Name.CLASS_PATH);
+            if (value == null || value.isBlank()) {
+                return List.of();
+            }
+            List<Path> entries = new ArrayList<>();
+            Path dir = jar.toAbsolutePath().normalize().getParent();
+            for (String e : value.trim().split("\\s+")) {
+                Path p;
+                try {
+                    p = e.startsWith("file:") ? Path.of(java.net.URI.create(e)) : dir.resolve(java.net.URLDecoder.decode(e,
+                            StandardCharsets.UTF_8));
+                } catch (IllegalArgumentException bad) { // a malformed URI or path: not an entry
+                    continue;
+                }
+                p = p.normalize();
+                if (Files.exists(p)) {
+                    entries.add(p);
+                }
+            }
+            return entries;
+        } catch (IOException e) {
+            return List.of();
+        }
     }
 
     private static Path ownLocation() {
@@ -405,6 +465,8 @@ public final class LocalLauncher {
         private volatile boolean shuttingDown;
         private final List<Thread> pumps = new ArrayList<>();
         private final Binding binding;
+        /** Whether each rank's stderr loses its JVM's boot-time incubator warning (a command jccl composed). */
+        private final boolean dropIncubatorWarning;
 
         Job(int np, List<String> command, Map<String, String> extraEnv, PrintStream out, PrintStream err, Duration timeout,
                 Binding binding) {
@@ -416,6 +478,7 @@ public final class LocalLauncher {
             this.err = err;
             this.timeout = timeout == null || timeout.isZero() || timeout.isNegative() ? null : timeout;
             this.procs = new AtomicReferenceArray<>(np);
+            this.dropIncubatorWarning = isJcclJavaCommand(command);
         }
 
         int run() {
@@ -583,18 +646,26 @@ public final class LocalLauncher {
         /** Copies one output stream of rank {@code rank} to {@code to}, line by line, prefixed. */
         private void pump(int rank, InputStream in, PrintStream to, String which) {
             byte[] prefix = ("[" + rank + "] ").getBytes(StandardCharsets.UTF_8);
+            byte[] incubatorWarning = INCUBATOR_WARNING.getBytes(StandardCharsets.US_ASCII);
+            boolean dropWarning = dropIncubatorWarning && which.equals("err");
             Thread t = Thread.ofPlatform().daemon().name("jccl-run-rank" + rank + "-" + which).start(() -> {
                 // Bytes, not chars: a rank's output is passed on exactly as written, whatever its encoding.
                 byte[] line = new byte[1024];
                 int len = 0;
                 byte[] buf = new byte[8192];
+                // The JVM prints the warning once, at boot: only its first occurrence is dropped.
+                boolean dropNext = dropWarning;
                 try (in) {
                     int n;
                     while ((n = in.read(buf)) > 0) {
                         for (int i = 0; i < n; i++) {
                             byte b = buf[i];
                             if (b == '\n') {
-                                writeLine(to, prefix, line, 0, len);
+                                if (dropNext && Arrays.equals(line, 0, len, incubatorWarning, 0, incubatorWarning.length)) {
+                                    dropNext = false;
+                                } else {
+                                    writeLine(to, prefix, line, 0, len);
+                                }
                                 len = 0;
                                 continue;
                             }

@@ -318,7 +318,7 @@ public final class Log {
     }
 
     /**
-     * Prints {@code text} (e.g. "jccl 0.1.0 ...") once per process at level VERSION, when
+     * Prints {@code text} (e.g. "jccl 0.2.0 ...") once per process at level VERSION, when
      * {@code JCCL_DEBUG} was set to VERSION or noisier, as NCCL prints its version.
      */
     public static void version(int rank, String text) {
