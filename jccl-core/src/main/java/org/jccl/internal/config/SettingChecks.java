@@ -23,6 +23,7 @@ final class SettingChecks {
     }
 
     private static final List<String> REDUCE_VECTOR = List.of("auto", "1", "0", "true", "false", "yes", "no", "on", "off");
+    private static final List<String> CHECK = List.of("0", "1", "none", "true", "false", "yes", "no", "on", "off");
 
     /** What a text setting allows, in words, or null when it takes any text. */
     static String allowed(Setting s) {
@@ -46,6 +47,9 @@ final class SettingChecks {
         }
         if (s == Settings.REDUCE_VECTOR) {
             return "auto, 1 or 0";
+        }
+        if (s == Settings.CHECK) {
+            return "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)";
         }
         if (s == Settings.ALGO) {
             return "NCCL's JCCL_ALGO grammar: ring,rd | ^rd | allreduce:ring;broadcast:tree";
@@ -83,6 +87,8 @@ final class SettingChecks {
                 Interfaces.Family.parse(value);
             } else if (s == Settings.REDUCE_VECTOR) {
                 oneOf(s, value, REDUCE_VECTOR, "auto, 1 or 0");
+            } else if (s == Settings.CHECK) {
+                oneOf(s, value, CHECK, "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)");
             } else if (s == Settings.ALGO) {
                 AlgoSelector.parse(value);
             } else if (s == Settings.AUTH_TOKEN) {

@@ -1,0 +1,217 @@
+package org.jccl.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.jccl.Buffer;
+import org.jccl.Communicator;
+import org.jccl.Config;
+import org.jccl.DataType;
+import org.jccl.ErrorCode;
+import org.jccl.Jccl;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.internal.runtime.OpGuard;
+import org.jccl.testing.Ranks;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The always-on mismatch guard ({@code JCCL_CHECK} at its default), written once and run over every
+ * transport and path (one subclass each, as {@link CollectiveConformance}): ranks call the same
+ * collective with a different count (by one element, and by more than a chunk, so that messages of
+ * equal size meet on some link), a different data type of the same size (float vs int32, which
+ * would otherwise "succeed" with garbage), a different reduction op, or a different root, each for
+ * the collectives that have that argument. Every rank must fail, none may hang or return, with a
+ * MISMATCH that names both calls. Fresh communicators per case: a mismatch aborts them.
+ *
+ * <p>Removing any of the checks makes these tests fail: without the guard the type and op cases
+ * return wrong results without an error, and the count cases fail with a size error (not MISMATCH),
+ * hang, or return partly reduced data ({@link MismatchGuardOffTest} shows it with the guard off).
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+public abstract class MismatchGuardConformance {
+    static final Duration STEP = Duration.ofSeconds(60);
+
+    /** The settings that make ranks of one JVM use the transport or path under test (the guard at its default). */
+    protected abstract Config config();
+
+    /** The settings for {@code n} ranks (a layout of hosts may depend on it). */
+    protected Config config(int n) {
+        return config();
+    }
+
+    /** Rank counts the cases run with. */
+    protected int[] ranks() {
+        return new int[] {2, 3};
+    }
+
+    /**
+     * One call: collective {@code name} of {@code count} elements (the per-rank count the API takes:
+     * allGather's and gather's send, reduceScatter's and scatter's receive, allToAll's block per rank)
+     * of {@code type}, with {@code op} (null: none) and {@code root} (-1: none).
+     */
+    record Call(String name, long count, DataType type, ReduceOp op, int root) {
+        /** The words the error names this call by (OpGuard's description). */
+        String described(int n) {
+            long total = switch (name) {
+                case "allGather", "reduceScatter", "allToAll", "gather", "scatter" -> count * n;
+                default -> count;
+            };
+            return OpGuard.describe(OpGuard.collective(name, total, type, op, root));
+        }
+
+        boolean rooted() {
+            return root >= 0;
+        }
+    }
+
+    private static Call call(String name, long count, DataType type, ReduceOp op, int root) {
+        return new Call(name, count, type, op, root);
+    }
+
+    /** What every rank but rank 1 calls, and what rank 1 calls instead. */
+    enum Case {
+        ALLREDUCE_COUNT_BY_ONE(call("allReduce", 1000, DataType.FLOAT32, ReduceOp.SUM, -1),
+                call("allReduce", 1001, DataType.FLOAT32, ReduceOp.SUM, -1)),
+        /** 800 KB against 1.2 MB: more than a chunk (512 KiB), so some chunks of both have the same size. */
+        ALLREDUCE_COUNT_BY_CHUNKS(call("allReduce", 200_000, DataType.FLOAT32, ReduceOp.SUM, -1),
+                call("allReduce", 300_000, DataType.FLOAT32, ReduceOp.SUM, -1)),
+        ALLREDUCE_TYPE(call("allReduce", 1000, DataType.FLOAT32, ReduceOp.SUM, -1), call("allReduce", 1000, DataType.INT32, ReduceOp.SUM, -1)),
+        ALLREDUCE_OP(call("allReduce", 1000, DataType.FLOAT32, ReduceOp.SUM, -1), call("allReduce", 1000, DataType.FLOAT32, ReduceOp.MAX, -1)),
+        BROADCAST_ROOT(call("broadcast", 1000, DataType.FLOAT32, null, 0), call("broadcast", 1000, DataType.FLOAT32, null, 1)),
+        BROADCAST_COUNT_BY_CHUNKS(call("broadcast", 200_000, DataType.FLOAT32, null, 0), call("broadcast", 300_000, DataType.FLOAT32, null, 0)),
+        BROADCAST_TYPE(call("broadcast", 1000, DataType.FLOAT32, null, 0), call("broadcast", 1000, DataType.INT32, null, 0)),
+        REDUCE_ROOT(call("reduce", 1000, DataType.INT64, ReduceOp.SUM, 0), call("reduce", 1000, DataType.INT64, ReduceOp.SUM, 1)),
+        REDUCE_OP(call("reduce", 1000, DataType.FLOAT64, ReduceOp.SUM, 0), call("reduce", 1000, DataType.FLOAT64, ReduceOp.PROD, 0)),
+        REDUCE_COUNT_BY_ONE(call("reduce", 1000, DataType.INT32, ReduceOp.SUM, 0), call("reduce", 1001, DataType.INT32, ReduceOp.SUM, 0)),
+        ALLGATHER_COUNT_BY_ONE(call("allGather", 1000, DataType.INT32, null, -1), call("allGather", 1001, DataType.INT32, null, -1)),
+        ALLGATHER_TYPE(call("allGather", 1000, DataType.FLOAT32, null, -1), call("allGather", 1000, DataType.UINT32, null, -1)),
+        REDUCESCATTER_COUNT_BY_CHUNKS(call("reduceScatter", 100_000, DataType.FLOAT32, ReduceOp.SUM, -1),
+                call("reduceScatter", 150_000, DataType.FLOAT32, ReduceOp.SUM, -1)),
+        REDUCESCATTER_OP(call("reduceScatter", 1000, DataType.INT32, ReduceOp.MIN, -1), call("reduceScatter", 1000, DataType.INT32, ReduceOp.MAX, -1)),
+        ALLTOALL_COUNT_BY_ONE(call("allToAll", 100, DataType.INT32, null, -1), call("allToAll", 101, DataType.INT32, null, -1)),
+        ALLTOALL_TYPE(call("allToAll", 100, DataType.FLOAT32, null, -1), call("allToAll", 100, DataType.INT32, null, -1)),
+        GATHER_ROOT(call("gather", 100, DataType.INT32, null, 0), call("gather", 100, DataType.INT32, null, 1)),
+        SCATTER_ROOT(call("scatter", 100, DataType.INT32, null, 0), call("scatter", 100, DataType.INT32, null, 1)),
+        SCATTER_COUNT_BY_ONE(call("scatter", 100, DataType.INT32, null, 0), call("scatter", 101, DataType.INT32, null, 0)),
+        /** A rank with no elements at all (nothing moves on it: the guard's ring confirmation and backstop). */
+        ALLREDUCE_ZERO(call("allReduce", 1000, DataType.FLOAT32, ReduceOp.SUM, -1), call("allReduce", 0, DataType.FLOAT32, ReduceOp.SUM, -1));
+
+        final Call agreed;
+        final Call deviant;
+
+        Case(Call agreed, Call deviant) {
+            this.agreed = agreed;
+            this.deviant = deviant;
+        }
+    }
+
+    /** Cases this path runs (a path without some collective's form overrides it). */
+    protected Stream<Case> cases() {
+        return Stream.of(Case.values());
+    }
+
+    Stream<Arguments> matrix() {
+        return java.util.Arrays.stream(ranks()).boxed().flatMap(n -> cases().map(k -> Arguments.of(n, k)));
+    }
+
+    /** Runs {@code c} on {@code comm} with buffers in {@code arena}, filled with this rank's values. */
+    static void invoke(Communicator comm, Call c, Arena arena) {
+        int n = comm.size();
+        long cnt = c.count;
+        switch (c.name) {
+            case "allReduce" -> comm.allReduce(buf(arena, cnt, c.type, comm.rank()), buf(arena, cnt, c.type, -1), c.op);
+            case "broadcast" -> comm.broadcast(buf(arena, cnt, c.type, comm.rank()), c.root);
+            case "reduce" -> comm.reduce(buf(arena, cnt, c.type, comm.rank()), buf(arena, cnt, c.type, -1), c.op, c.root);
+            case "allGather" -> comm.allGather(buf(arena, cnt, c.type, comm.rank()), buf(arena, cnt * n, c.type, -1));
+            case "reduceScatter" -> comm.reduceScatter(buf(arena, cnt * n, c.type, comm.rank()), buf(arena, cnt, c.type, -1), c.op);
+            case "allToAll" -> comm.allToAll(buf(arena, cnt * n, c.type, comm.rank()), buf(arena, cnt * n, c.type, -1));
+            case "gather" -> comm.gather(buf(arena, cnt, c.type, comm.rank()), buf(arena, cnt * n, c.type, -1), c.root);
+            case "scatter" -> comm.scatter(buf(arena, cnt * n, c.type, comm.rank()), buf(arena, cnt, c.type, -1), c.root);
+            default -> throw new IllegalArgumentException(c.name);
+        }
+    }
+
+    private static Buffer buf(Arena arena, long count, DataType t, int fill) {
+        MemorySegment s = arena.allocate(Math.max(1, t.bytes(count)), 64);
+        s.fill((byte) (fill + 1));
+        return Buffer.of(s.asSlice(0, t.bytes(count)), count, t);
+    }
+
+    /**
+     * n ranks; rank 1 makes the deviant call, the others the agreed one, after one agreed all-reduce
+     * that must work. Every rank must then fail with MISMATCH naming both calls (a 3-rank rooted call
+     * may instead return on a rank that only met agreeing ranks: then its next call must fail so).
+     */
+    @ParameterizedTest(name = "{0} ranks {1}")
+    @MethodSource("matrix")
+    void everyRankFailsNamingBothCalls(int n, Case k) {
+        List<Communicator> cs = Jccl.initLocal(n, config(n).with("JCCL_INIT_TIMEOUT", "30"));
+        Map<Integer, Throwable> errors = new ConcurrentHashMap<>();
+        Map<Integer, Throwable> next = new ConcurrentHashMap<>();
+        try (Arena arena = Arena.ofShared()) {
+            try {
+                Ranks.run(cs, STEP, c -> {
+                    float[] warm = {c.rank() + 1f};
+                    c.allReduce(Buffer.of(warm), ReduceOp.SUM);
+                    assertEquals(n * (n + 1) / 2f, warm[0], "the agreed all-reduce before the mismatch");
+                    try {
+                        invoke(c, c.rank() == 1 ? k.deviant : k.agreed, arena);
+                    } catch (JcclException e) {
+                        errors.put(c.rank(), e);
+                        return;
+                    }
+                    try {
+                        c.barrier();
+                        next.put(c.rank(), new AssertionError("the call after the mismatch returned too"));
+                    } catch (JcclException e) {
+                        next.put(c.rank(), e);
+                    }
+                });
+            } finally {
+                cs.forEach(Communicator::abort);
+                cs.forEach(Communicator::close);
+            }
+        }
+        String agreed = k.agreed.described(n);
+        String deviant = k.deviant.described(n);
+        for (int r = 0; r < n; r++) {
+            Throwable e = errors.get(r);
+            if (e == null) {
+                // Only a rooted call on 3+ ranks may return on a rank that met agreeing ranks only (OpGuard.needsConfirmation).
+                if (n == 2 || !(k.agreed.rooted() && k.deviant.rooted()) || r == 1) {
+                    fail("rank " + r + " of " + n + " returned from " + (r == 1 ? deviant : agreed) + " (the others: "
+                            + (r == 1 ? agreed : deviant) + ")" + (next.containsKey(r) ? "; its next call: " + next.get(r) : ""));
+                }
+                e = next.get(r);
+                assertTrue(e instanceof JcclException, "rank " + r + ": returned, and its next call: " + e);
+            }
+            assertMismatch(r, e, agreed, deviant);
+        }
+    }
+
+    static void assertMismatch(int r, Throwable t, String agreed, String deviant) {
+        assertTrue(t instanceof JcclException, "rank " + r + ": " + t);
+        JcclException e = (JcclException) t;
+        String m = e.getMessage();
+        assertEquals(ErrorCode.MISMATCH, e.code(), "rank " + r + ": " + e);
+        assertTrue(m.contains("mismatched collective calls"), "rank " + r + ": " + m);
+        assertTrue(m.contains(agreed), "rank " + r + " does not name the agreed call \"" + agreed + "\": " + m);
+        assertTrue(m.contains(deviant), "rank " + r + " does not name the deviant call \"" + deviant + "\": " + m);
+        assertTrue(m.contains("rank 1"), "rank " + r + " does not name the deviant rank: " + m);
+    }
+}
