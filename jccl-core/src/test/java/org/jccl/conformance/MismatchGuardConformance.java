@@ -204,6 +204,150 @@ public abstract class MismatchGuardConformance {
         }
     }
 
+    /**
+     * No false positives: arguments that legitimately differ between ranks never trip the guard. allToAllv
+     * with per-rank counts (some 0), a send and its receive of different types of one size, root-only
+     * buffers (null elsewhere), in place on one rank and out of place on the others, collectives of 0
+     * elements on every rank, a group of collectives, point-to-point calls between collectives, the
+     * barrier; every result checked.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @MethodSource("rankCounts")
+    void legitimateDifferencesPass(int n) {
+        List<Communicator> cs = Jccl.initLocal(n, config(n).with("JCCL_INIT_TIMEOUT", "30"));
+        try {
+            Ranks.run(cs, STEP, c -> {
+                int r = c.rank();
+                for (int round = 0; round < 2; round++) {
+                    // allToAllv: rank r sends (r + q) % 3 elements to q
+                    long[] sc = new long[n];
+                    long[] sd = new long[n];
+                    long[] rc = new long[n];
+                    long[] rd = new long[n];
+                    long so = 0;
+                    long ro = 0;
+                    for (int q = 0; q < n; q++) {
+                        sc[q] = (r + q) % 3;
+                        sd[q] = so;
+                        so += sc[q];
+                        rc[q] = (q + r) % 3;
+                        rd[q] = ro;
+                        ro += rc[q];
+                    }
+                    int[] sv = new int[(int) Math.max(1, so)];
+                    for (int q = 0; q < n; q++) {
+                        for (int i = 0; i < sc[q]; i++) {
+                            sv[(int) sd[q] + i] = 1000 * r + 10 * q + i;
+                        }
+                    }
+                    int[] rv = new int[(int) Math.max(1, ro)];
+                    c.allToAllv(Buffer.of(sv), sc, sd, Buffer.of(rv), rc, rd);
+                    for (int q = 0; q < n; q++) {
+                        for (int i = 0; i < rc[q]; i++) {
+                            assertEquals(1000 * q + 10 * r + i, rv[(int) rd[q] + i], "allToAllv from rank " + q);
+                        }
+                    }
+                    // a send of int32 received as float32 (same bytes)
+                    if (r == 0) {
+                        c.send(Buffer.of(new int[] {Float.floatToRawIntBits(1.5f), Float.floatToRawIntBits(-2f)}), 1);
+                    } else if (r == 1) {
+                        float[] got = new float[2];
+                        c.recv(Buffer.of(got), 0);
+                        assertEquals(1.5f, got[0]);
+                        assertEquals(-2f, got[1]);
+                    }
+                    // root-only buffers
+                    float[] b = new float[4];
+                    java.util.Arrays.fill(b, r == 1 ? 7f : -1f);
+                    c.broadcast(r == 1 ? Buffer.of(b.clone()) : null, Buffer.of(b), 1);
+                    assertEquals(7f, b[3], "broadcast with the send buffer on the root only");
+                    long[] red = new long[3];
+                    c.reduce(Buffer.of(new long[] {r, r, r}), r == 0 ? Buffer.of(red) : null, ReduceOp.SUM, 0);
+                    if (r == 0) {
+                        assertEquals((long) n * (n - 1) / 2, red[2], "reduce with the receive buffer on the root only");
+                    }
+                    int[] gathered = new int[n];
+                    c.gather(Buffer.of(new int[] {r * 3}), r == n - 1 ? Buffer.of(gathered) : null, n - 1);
+                    if (r == n - 1) {
+                        assertEquals(3 * (n - 1), gathered[n - 1]);
+                    }
+                    int[] mine = new int[1];
+                    int[] all = new int[n];
+                    for (int q = 0; q < n; q++) {
+                        all[q] = q * 5;
+                    }
+                    c.scatter(r == 0 ? Buffer.of(all) : null, Buffer.of(mine), 0);
+                    assertEquals(5 * r, mine[0]);
+                    // in place on rank 0, out of place elsewhere
+                    double[] x = {r, 1};
+                    double[] y = new double[2];
+                    if (r == 0) {
+                        c.allReduce(Buffer.of(x), ReduceOp.SUM);
+                        y = x;
+                    } else {
+                        c.allReduce(Buffer.of(x), Buffer.of(y), ReduceOp.SUM);
+                    }
+                    assertEquals(n, y[1]);
+                    int[] ag = new int[n];
+                    if (r == 0) {
+                        ag[0] = 11;
+                        c.allGather(Buffer.of(MemorySegment.ofArray(ag).asSlice(0, 4), 1, DataType.INT32), Buffer.of(ag));
+                    } else {
+                        c.allGather(Buffer.of(new int[] {11 * (r + 1)}), Buffer.of(ag));
+                    }
+                    assertEquals(11 * n, ag[n - 1]);
+                    // 0 elements on every rank (the guard's ring confirmation agrees), and the barrier
+                    c.allReduce(Buffer.of(new float[0]), ReduceOp.SUM);
+                    c.broadcast(Buffer.of(new float[0]), n - 1);
+                    c.reduce(Buffer.of(new int[0]), Buffer.of(new int[0]), ReduceOp.MAX, 0);
+                    c.barrier();
+                    // a group of collectives and point-to-point calls
+                    float[] g1 = {r};
+                    int[] g2 = new int[2];
+                    int[] ring = new int[1];
+                    try (org.jccl.Group g = c.group()) {
+                        c.allReduce(Buffer.of(g1), ReduceOp.MAX);
+                        c.send(Buffer.of(new int[] {r}), (r + 1) % n);
+                        c.recv(Buffer.of(ring), (r + n - 1) % n);
+                        c.broadcast(Buffer.of(g2), 0);
+                    }
+                    assertEquals(n - 1f, g1[0]);
+                    assertEquals((r + n - 1) % n, ring[0]);
+                }
+            });
+        } finally {
+            cs.forEach(Communicator::abort);
+            cs.forEach(Communicator::close);
+        }
+    }
+
+    Stream<Integer> rankCounts() {
+        return java.util.Arrays.stream(ranks()).boxed();
+    }
+
+    /** Collectives inside a group are calls of their own: a count that differs there fails every rank too. */
+    @ParameterizedTest(name = "{0} ranks")
+    @MethodSource("rankCounts")
+    void groupedCollectivesAreGuarded(int n) {
+        List<Communicator> cs = Jccl.initLocal(n, config(n).with("JCCL_INIT_TIMEOUT", "30"));
+        Map<Integer, Throwable> errors = new ConcurrentHashMap<>();
+        try {
+            Ranks.run(cs, STEP, c -> {
+                try (org.jccl.Group g = c.group()) {
+                    c.allReduce(Buffer.of(new float[c.rank() == 1 ? 1001 : 1000]), ReduceOp.SUM);
+                } catch (JcclException e) {
+                    errors.put(c.rank(), e);
+                }
+            });
+        } finally {
+            cs.forEach(Communicator::abort);
+            cs.forEach(Communicator::close);
+        }
+        for (int r = 0; r < n; r++) {
+            assertMismatch(r, errors.get(r), "allReduce (1000 x float sum)", "allReduce (1001 x float sum)");
+        }
+    }
+
     static void assertMismatch(int r, Throwable t, String agreed, String deviant) {
         assertTrue(t instanceof JcclException, "rank " + r + ": " + t);
         JcclException e = (JcclException) t;
