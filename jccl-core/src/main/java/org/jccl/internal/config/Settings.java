@@ -226,7 +226,7 @@ public final class Settings {
         return switch (v) {
             case "none" -> CHECK_NONE;
             case "1", "true", "yes", "on" -> CHECK_FULL;
-            default -> CHECK_GUARD;
+            default -> CHECK_GUARD; // "0"; other words are refused by SettingChecks
         };
     }
 }
