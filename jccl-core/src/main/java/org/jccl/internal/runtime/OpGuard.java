@@ -48,7 +48,8 @@ public final class OpGuard {
         if (kind == 0) {
             return (long) KIND_INTERNAL << 60;
         }
-        long count = op.name.equals("allToAllv") ? COUNT_ANY : op.type == null ? op.bytes : op.bytes / op.type.size();
+        // Element sizes are powers of two: a shift, not a division (this runs on every call's path).
+        long count = kind == 7 ? COUNT_ANY : op.type == null ? op.bytes : op.bytes >>> Integer.numberOfTrailingZeros(op.type.size());
         return of(kind, count, op.type, op.reduceOp, op.rootOrPeer);
     }
 
