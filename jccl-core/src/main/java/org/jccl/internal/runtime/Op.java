@@ -14,8 +14,6 @@ abstract class Op {
     final ReduceOp reduceOp;
     /** Root or peer rank, -1 when the collective has none. */
     final int rootOrPeer;
-    /** The mismatch guard's word of this call ({@link OpGuard}). */
-    final long guard;
     final WorkImpl work = new WorkImpl();
     /** Sequence number on its communicator, assigned when queued. */
     long seq;
@@ -32,7 +30,6 @@ abstract class Op {
         this.type = type;
         this.reduceOp = reduceOp;
         this.rootOrPeer = rootOrPeer;
-        this.guard = OpGuard.of(this);
     }
 
     /** Runs the operation to completion, on the operation thread. */

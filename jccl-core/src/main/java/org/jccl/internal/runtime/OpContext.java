@@ -241,7 +241,7 @@ public final class OpContext {
         if (!guardOn) {
             return;
         }
-        long g = op.guard;
+        long g = OpGuard.of(op); // here, not when the operation is made: nothing on the call path with JCCL_CHECK=none
         guard = g;
         if (!OpGuard.isCollective(g)) {
             callIndex = -1;

@@ -39,7 +39,7 @@ public final class OpGuard {
     private OpGuard() {
     }
 
-    /** The guard word of {@code op} (computed once, when the operation is made). */
+    /** The guard word of {@code op} (computed when its call starts, OpContext#beginCall). */
     static long of(Op op) {
         if (op instanceof P2pOp) {
             return p2p();

@@ -366,7 +366,9 @@ public final class ShmCollArea {
                     ShmCollDescriptor.SIG_BYTES);
         }
         long g = guard;
-        file.set(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.word(rank, ShmCollDescriptor.GUARD), g == 0 ? 0 : g | (round & 1));
+        if (g != 0) { // 0: the guard is off on this communicator (JCCL_CHECK=none), the word stays 0 (matches anything)
+            file.set(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.word(rank, ShmCollDescriptor.GUARD), g | (round & 1));
+        }
         LONG.setRelease(file, ShmCollDescriptor.word(rank, ARRIVE), round);
     }
 
