@@ -108,6 +108,12 @@ public abstract class MismatchGuardConformance {
         GATHER_ROOT(call("gather", 100, DataType.INT32, null, 0), call("gather", 100, DataType.INT32, null, 1)),
         SCATTER_ROOT(call("scatter", 100, DataType.INT32, null, 0), call("scatter", 100, DataType.INT32, null, 1)),
         SCATTER_COUNT_BY_ONE(call("scatter", 100, DataType.INT32, null, 0), call("scatter", 101, DataType.INT32, null, 0)),
+        REDUCE_TYPE(call("reduce", 1000, DataType.FLOAT32, ReduceOp.SUM, 0), call("reduce", 1000, DataType.INT32, ReduceOp.SUM, 0)),
+        REDUCESCATTER_TYPE(call("reduceScatter", 1000, DataType.FLOAT64, ReduceOp.SUM, -1),
+                call("reduceScatter", 1000, DataType.INT64, ReduceOp.SUM, -1)),
+        GATHER_COUNT_BY_ONE(call("gather", 100, DataType.INT32, null, 0), call("gather", 101, DataType.INT32, null, 0)),
+        GATHER_TYPE(call("gather", 100, DataType.FLOAT32, null, 0), call("gather", 100, DataType.INT32, null, 0)),
+        SCATTER_TYPE(call("scatter", 100, DataType.FLOAT16, null, 0), call("scatter", 100, DataType.BFLOAT16, null, 0)),
         /** A rank with no elements at all (nothing moves on it: the guard's ring confirmation and backstop). */
         ALLREDUCE_ZERO(call("allReduce", 1000, DataType.FLOAT32, ReduceOp.SUM, -1), call("allReduce", 0, DataType.FLOAT32, ReduceOp.SUM, -1));
 

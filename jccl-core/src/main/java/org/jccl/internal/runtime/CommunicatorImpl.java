@@ -968,6 +968,12 @@ public final class CommunicatorImpl implements Communicator {
             if (cp != null && abortCause == null) {
                 e = cp.explain(e); // a consequence of another rank's failure names that rank
             }
+            JcclException meanwhile = abortCause;
+            if (meanwhile != null && meanwhile.code() == ErrorCode.MISMATCH && e.code() != ErrorCode.MISMATCH) {
+                // The control plane aborted this communicator with another rank's report of mismatched calls while this
+                // operation was failing (its link to that rank broke): the report is the cause, not the broken link.
+                e = asJccl(op, t);
+            }
             failAll(op, e);
             if (!(t instanceof InvalidUsageException) || e.code() == ErrorCode.MISMATCH || abortCause != null) {
                 // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.
