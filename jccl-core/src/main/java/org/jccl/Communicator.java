@@ -23,7 +23,11 @@ import java.lang.foreign.MemorySegment;
  * <p><b>Errors.</b> Bad arguments throw {@link IllegalArgumentException} before anything is sent and
  * leave the communicator usable. Failures of peers, the network or deadlines throw subclasses of
  * {@link JcclException} naming the rank, the operation and its sequence number; after such a
- * failure the communicator is aborted and later calls fail too.
+ * failure the communicator is aborted and later calls fail too. Ranks that call the same collective
+ * with different counts, data types, reduction ops or roots fail with an {@link InvalidUsageException}
+ * ({@code ErrorCode.MISMATCH}) naming the ranks and their calls, never with a wrong result: the
+ * always-on mismatch guard compares a signature of every call carried by the messages themselves
+ * ({@code JCCL_CHECK}).
  */
 public interface Communicator extends AutoCloseable {
 

@@ -8,7 +8,8 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Messages are matched in order per direction: the k-th {@link #send} here is received by the
  * peer's k-th {@link #recv} on its connection to this rank. A receive of the wrong size is a
- * protocol error naming both sizes (collective arguments differing across ranks end up here).
+ * protocol error naming both sizes (collective arguments differing across ranks end up here, unless the
+ * messages' guard words, compared first, already told the calls apart).
  *
  * <p><b>Threading contract:</b> {@code send}, {@code recv} and {@code progress} are called only by
  * the owning communicator's operation thread. The segments of posted requests must stay valid and,
@@ -28,6 +29,21 @@ public interface Connection extends AutoCloseable {
 
     /** Posts a receive that must be filled by exactly {@code dst.byteSize()} bytes. */
     P2pRequest recv(MemorySegment dst);
+
+    /**
+     * Posts a send that carries {@code guard}, the mismatch guard's word of the call it belongs to
+     * (0: none). Transports that carry guards deliver it with the message; the receiver compares it
+     * with the guard of its receive before it copies a byte, and fails with a {@link
+     * GuardMismatchException} when both are non-zero and differ. The default drops the guard.
+     */
+    default P2pRequest send(MemorySegment src, long guard) {
+        return send(src);
+    }
+
+    /** Posts a receive whose message must carry {@code guard} (see {@link #send(MemorySegment, long)}). The default drops the guard. */
+    default P2pRequest recv(MemorySegment dst, long guard) {
+        return recv(dst);
+    }
 
     /**
      * Moves bytes without blocking and completes requests.

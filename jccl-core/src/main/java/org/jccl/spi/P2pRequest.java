@@ -13,6 +13,8 @@ import java.lang.foreign.MemorySegment;
 public final class P2pRequest {
     private final MemorySegment segment;
     private final boolean send;
+    /** The mismatch guard's word of the call this message belongs to (0: none); see {@link Connection#send(MemorySegment, long)}. */
+    private final long guard;
     /** Bytes moved so far; owned by the progressing thread. */
     public long position;
     /** Free slot for the transport's per-request state (e.g. which sockets carry which stripe). */
@@ -21,8 +23,18 @@ public final class P2pRequest {
     private volatile Throwable error;
 
     public P2pRequest(MemorySegment segment, boolean send) {
+        this(segment, send, 0);
+    }
+
+    public P2pRequest(MemorySegment segment, boolean send, long guard) {
         this.segment = segment;
         this.send = send;
+        this.guard = guard;
+    }
+
+    /** The guard word this request was posted with (0: none). */
+    public long guard() {
+        return guard;
     }
 
     public MemorySegment segment() {

@@ -140,6 +140,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.timeoutNs = Settings.CUDA_WAIT_TIMEOUT.getDuration(config).toNanos();
         this.nblocksOverride = Settings.CUDA_NBLOCKS.getInt(config);
         this.oneshotMax = oneshotMax(config);
+        this.guardOn = Settings.checkLevel(config) != Settings.CHECK_NONE;
         this.name = name;
         this.sendSeq = new long[size];
         this.recvSeq = new long[size];
@@ -511,7 +512,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         if (oneShot) {
             // No peer reads this rank's buffers: nothing to exchange but the epoch.
             MemorySegment os = kernels.oneShot(t, op);
-            submitCollective("allReduce", 0, 0, stream, peers -> {
+            submitCollective("allReduce", 0, 0, 0, stream, peers -> {
                 long e = currentEpoch;
                 long parity = e & 1;
                 for (int q = 0; q < size; q++) {
@@ -525,7 +526,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             });
             return;
         }
-        submitCollective("allReduce", send.address(), recv.address(), stream, peers -> {
+        submitCollective("allReduce", guard("allReduce", count, t, op, -1), send.address(), recv.address(), stream, peers -> {
             args.clear0();
             {
                 long slice = roundUp(ceilDiv(count, size), 16 / es);
@@ -554,7 +555,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         // push-serial only when asked: ahead in one sitting on 4x H200 (356 against 351 GB/s from 256 MB),
         // behind in two others (308-346); see docs/PERFORMANCE.md
         boolean serial = allReduceAlgo.equals("push-serial");
-        submitCollective("allReduce", send.address(), recv.address(), stream, chunks, peers -> {
+        submitCollective("allReduce", guard("allReduce", count, t, op, -1), send.address(), recv.address(), stream, chunks, peers -> {
             for (int k = 0; k < chunks; k++) {
                 long off = k * chunkMax;
                 long c = Math.min(chunkMax, count - off);
@@ -599,7 +600,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         long slice = sliceBytes / es;
         int succ = (rank + 1) % size;
         MemorySegment fn = kernels.ring(t, op);
-        submitCollective("allReduce", send.address(), recv.address(), stream, peers -> {
+        submitCollective("allReduce", guard("allReduce", count, t, op, -1), send.address(), recv.address(), stream, peers -> {
             for (int q = 0; q < size; q++) {
                 pushArgs.pushPeer(q, pushScratch(peerSignal[q], 0), pushScratch(signal, 0), out(peers, q));
             }
@@ -652,7 +653,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         final int mostPieces = most;
         MemorySegment fn = kernels.reduce(t, op);
-        submitCollective(what, send.address(), recv.address(), stream, peers -> {
+        submitCollective(what, guard(what, gather ? count : count * size, t, op, -1), send.address(), recv.address(), stream, peers -> {
             CeLanes l = lanes();
             long e = currentEpoch;
             MemorySegment main = stream.handle();
@@ -825,7 +826,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
         long out = rank == root ? recv.address() : 0;
-        submitCollective("reduce", send.address(), out, stream, peers -> {
+        submitCollective("reduce", guard("reduce", count, t, op, root), send.address(), out, stream, peers -> {
             args.clear0();
             long slice = roundUp(ceilDiv(count, size), 16 / es);
             long lo = Math.min(rank * slice, count);
@@ -858,7 +859,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             return;
         }
         MemorySegment fn = kernels.reduce(t, op);
-        submitCollective("reduceScatter", send.address(), recv.address(), stream, peers -> {
+        submitCollective("reduceScatter", guard("reduceScatter", c * size, t, op, -1), send.address(), recv.address(), stream, peers -> {
             args.clear0();
             boolean aligned = recv.address() % 16 == 0;
             for (int q = 0; q < size; q++) {
@@ -883,7 +884,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
             return;
         }
         long bytes = send.type().bytes(c);
-        submitCollective("allGather", send.address(), recv.address(), stream, peers -> {
+        submitCollective("allGather", guard("allGather", c * size, send.type(), null, -1), send.address(), recv.address(), stream,
+                peers -> {
             args.clear0();
             args.src(0, send.address());
             boolean aligned = send.address() % 16 == 0;
@@ -920,7 +922,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             ceBroadcast(send, recv, root, stream, total);
             return;
         }
-        submitCollective("broadcast", in, recv.address(), stream, peers -> {
+        submitCollective("broadcast", guard("broadcast", recv.count(), recv.type(), null, root), in, recv.address(), stream, peers -> {
             args.clear0();
             boolean aligned = in(peers, root) % 16 == 0;
             for (int q = 0; q < size; q++) {
@@ -1043,7 +1045,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         int succ = (rank + 1) % size;
         int pred = (rank - 1 + size) % size;
         boolean last = pos == size - 1;
-        submitCollective("broadcast", in, recv.address(), stream, peers -> {
+        submitCollective("broadcast", guard("broadcast", recv.count(), recv.type(), null, root), in, recv.address(), stream, peers -> {
             CeLanes l = lanes();
             long e = currentEpoch;
             MemorySegment main = stream.handle();
@@ -1136,7 +1138,8 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         long blk = send.type().bytes(send.count() / size);
         boolean inPlace = overlaps(send.address(), send.byteSize(), recv.address(), recv.byteSize());
-        submitCollective("allToAll", send.address(), recv.address(), stream, peers -> {
+        submitCollective("allToAll", guard("allToAll", send.count(), send.type(), null, -1), send.address(), recv.address(), stream,
+                peers -> {
             long src = send.address();
             if (inPlace) {
                 // Peers write into this buffer while it is read: send from a copy.
@@ -1510,12 +1513,17 @@ public final class CudaCommunicator implements DeviceCommunicator {
         void launch(long[] peers);
     }
 
-    private void submitCollective(String what, long in, long out, CudaStream stream, Launch l) {
-        submitCollective(what, in, out, stream, 1, l);
+    private void submitCollective(String what, long guard, long in, long out, CudaStream stream, Launch l) {
+        submitCollective(what, guard, in, out, stream, 1, l);
     }
 
-    /** Queues (in a group) or runs one collective that uses {@code epochs} consecutive epochs (one per kernel). */
-    private void submitCollective(String what, long in, long out, CudaStream stream, int epochs, Launch l) {
+    /**
+     * Queues (in a group) or runs one collective that uses {@code epochs} consecutive epochs (one per
+     * kernel). {@code guard}: the mismatch guard's word of the call ({@link #guard}), published with
+     * the buffers and compared by every rank before it launches (operations that exchange nothing, the
+     * one-shot all-reduce, carry none: see docs/ARCHITECTURE.md "The mismatch guard").
+     */
+    private void submitCollective(String what, long guard, long in, long out, CudaStream stream, int epochs, Launch l) {
         GroupState g = GROUP.get();
         long e;
         synchronized (this) {
@@ -1526,7 +1534,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         boolean exchanged = in != 0 || out != 0;
         Runnable publish = () -> {
             if (exchanged) {
-                exchange.publishCollective(rank, e, in, out);
+                exchange.publishCollective(rank, e, in, out, guard);
             }
         };
         Runnable launch = () -> {
@@ -1548,6 +1556,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
             exchange.flush(rank);
             launch.run();
         }
+    }
+
+    /** JCCL_CHECK is not "none": exchanged collectives carry the mismatch guard's word. */
+    private final boolean guardOn;
+
+    /** The mismatch guard's word of a call (org.jccl.internal.runtime.OpGuard), 0 with JCCL_CHECK=none. */
+    private long guard(String name, long count, DataType t, ReduceOp op, int root) {
+        return guardOn ? org.jccl.internal.runtime.OpGuard.collective(name, count, t, op, root) : 0;
     }
 
     private String current;

@@ -686,6 +686,139 @@ class GpuCollectivesTest {
         }
     }
 
+    /** One mismatched GPU call: rank 1 calls {@code deviant}, the others {@code agreed}, both named in every rank's error. */
+    private record Mismatch(String what, String agreed, String deviant, RankSet.RankCall call) {
+    }
+
+    private static String described(String name, long count, DataType t, ReduceOp op, int root) {
+        return org.jccl.internal.runtime.OpGuard.describe(org.jccl.internal.runtime.OpGuard.collective(name, count, t, op, root));
+    }
+
+    static Stream<Arguments> mismatchPaths() {
+        return Stream.of(Arguments.of("createAll"), Arguments.of("create(host)"));
+    }
+
+    /**
+     * The mismatch guard on GPUs: rank 1 of 2 calls the same collective as rank 0 with another count
+     * (by one element), data type of the same size, reduction op or root. Every rank's call must fail
+     * with a MISMATCH naming both calls (the guard word travels in the per-operation records: the
+     * in-process exchange of createAll, the shared-memory mailbox of create(host, device)), before any
+     * kernel runs: the receive buffers keep their poison and the streams stay idle. The one-shot
+     * all-reduce (up to JCCL_CUDA_ONESHOT_MAX) exchanges no record and is not covered here.
+     */
+    @Order(6)
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("mismatchPaths")
+    @Tag("errors")
+    @Timeout(value = 600, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void mismatchedCallsFailOnEveryRankBeforeAnyKernel(String path) {
+        skipUnless(Backend.JCCL);
+        Assumptions.assumeTrue(Cuda.deviceCount() >= 2, "skipped: needs 2 GPUs");
+        GpuEnv.closeAll();
+        List<CudaDevice> devices = GpuEnv.devices(2);
+        long big = 100_000; // 400 KB of floats: above the one-shot size, so the push all-reduce exchanges records
+        long small = 4099;
+        List<Mismatch> cases = new ArrayList<>();
+        cases.add(new Mismatch("allReduce count by one", described("allReduce", big, DataType.FLOAT32, ReduceOp.SUM, -1),
+                described("allReduce", big + 1, DataType.FLOAT32, ReduceOp.SUM, -1), (rank, c, s) -> {
+                    long n = rank == 1 ? big + 1 : big;
+                    c.allReduce(buf(rank, 0).slice(0, n), buf(rank, 1).slice(0, n), ReduceOp.SUM, s);
+                }));
+        cases.add(new Mismatch("allReduce float32 vs int32", described("allReduce", big, DataType.FLOAT32, ReduceOp.SUM, -1),
+                described("allReduce", big, DataType.INT32, ReduceOp.SUM, -1), (rank, c, s) -> {
+                    DataType t = rank == 1 ? DataType.INT32 : DataType.FLOAT32;
+                    c.allReduce(buf(rank, 0).as(t, big), buf(rank, 1).as(t, big), ReduceOp.SUM, s);
+                }));
+        cases.add(new Mismatch("allReduce sum vs max", described("allReduce", big, DataType.FLOAT32, ReduceOp.SUM, -1),
+                described("allReduce", big, DataType.FLOAT32, ReduceOp.MAX, -1),
+                (rank, c, s) -> c.allReduce(buf(rank, 0).slice(0, big), buf(rank, 1).slice(0, big), rank == 1 ? ReduceOp.MAX : ReduceOp.SUM, s)));
+        cases.add(new Mismatch("broadcast root 0 vs 1", described("broadcast", small, DataType.FLOAT32, null, 0),
+                described("broadcast", small, DataType.FLOAT32, null, 1),
+                (rank, c, s) -> c.broadcast(buf(rank, 0).slice(0, small), buf(rank, 1).slice(0, small), rank == 1 ? 1 : 0, s)));
+        cases.add(new Mismatch("reduce root 0 vs 1", described("reduce", small, DataType.FLOAT32, ReduceOp.SUM, 0),
+                described("reduce", small, DataType.FLOAT32, ReduceOp.SUM, 1),
+                (rank, c, s) -> c.reduce(buf(rank, 0).slice(0, small), buf(rank, 1).slice(0, small), ReduceOp.SUM, rank == 1 ? 1 : 0, s)));
+        cases.add(new Mismatch("allGather count by one", described("allGather", 2 * small, DataType.FLOAT32, null, -1),
+                described("allGather", 2 * (small + 1), DataType.FLOAT32, null, -1), (rank, c, s) -> {
+                    long n = rank == 1 ? small + 1 : small;
+                    c.allGather(buf(rank, 0).slice(0, n), buf(rank, 1).slice(0, 2 * n), s);
+                }));
+        cases.add(new Mismatch("reduceScatter sum vs min", described("reduceScatter", 2 * small, DataType.FLOAT32, ReduceOp.SUM, -1),
+                described("reduceScatter", 2 * small, DataType.FLOAT32, ReduceOp.MIN, -1),
+                (rank, c, s) -> c.reduceScatter(buf(rank, 0).slice(0, 2 * small), buf(rank, 1).slice(0, small),
+                        rank == 1 ? ReduceOp.MIN : ReduceOp.SUM, s)));
+        cases.add(new Mismatch("allToAll float32 vs int32", described("allToAll", 2 * small, DataType.FLOAT32, null, -1),
+                described("allToAll", 2 * small, DataType.INT32, null, -1), (rank, c, s) -> {
+                    DataType t = rank == 1 ? DataType.INT32 : DataType.FLOAT32;
+                    c.allToAll(buf(rank, 0).as(t, 2 * small), buf(rank, 1).as(t, 2 * small), s);
+                }));
+        List<String> problems = new ArrayList<>();
+        for (Mismatch m : cases) {
+            List<Communicator> hosts = path.equals("createAll") ? List.of() : Jccl.initLocal(2);
+            List<DeviceCommunicator> comms = path.equals("createAll")
+                    ? RankSet.withDeadline("createAll", GpuEnv.CREATE_TIMEOUT, () -> List.copyOf(CudaCommunicator.createAll(devices)))
+                    : createPerRank(Backend.JCCL, hosts, devices);
+            try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {
+                for (int r = 0; r < 2; r++) {
+                    BUFS[r][0] = devices.get(r).allocate(2 * (big + 1), DataType.FLOAT32);
+                    BUFS[r][1] = devices.get(r).allocate(2 * (big + 1), DataType.FLOAT32);
+                    BUFS[r][1].fill(CaseRunner.POISON, set.stream(r));
+                    set.stream(r).synchronize();
+                }
+                Map<String, Throwable> errors = set.run(Style.THREADS, m.call(), Duration.ofSeconds(60));
+                for (int r = 0; r < 2; r++) {
+                    Throwable t = errors.get("rank " + r);
+                    String msg = t == null ? "" : String.valueOf(t.getMessage());
+                    if (!(t instanceof JcclException je) || je.code() != ErrorCode.MISMATCH || !msg.contains("mismatched collective calls")
+                            || !msg.contains(m.agreed()) || !msg.contains(m.deviant())) {
+                        problems.add(path + " " + m.what() + ": rank " + r + " did not fail with a MISMATCH naming \"" + m.agreed()
+                                + "\" and \"" + m.deviant() + "\": " + t);
+                    }
+                }
+                try {
+                    set.awaitIdle(Duration.ofSeconds(20));
+                } catch (RankSet.Broken e) {
+                    problems.add(path + " " + m.what() + ": a stream did not go idle: " + e.getMessage());
+                }
+                MemorySegment host = Arena.ofAuto().allocate(BUFS[0][1].byteSize());
+                for (int r = 0; r < 2; r++) {
+                    BUFS[r][1].copyTo(host);
+                    for (long k = 0; k < host.byteSize(); k += 4093) {
+                        if (host.get(ValueLayout.JAVA_BYTE, k) != CaseRunner.POISON) {
+                            problems.add(path + " " + m.what() + ": rank " + r + "'s receive buffer was written (byte " + k
+                                    + "): a kernel ran although the calls differ");
+                            break;
+                        }
+                    }
+                }
+                set.abort("mismatch test");
+            } finally {
+                for (DeviceBuffer[] b : BUFS) {
+                    for (int i = 0; i < 2; i++) {
+                        if (b[i] != null) {
+                            b[i].close();
+                            b[i] = null;
+                        }
+                    }
+                }
+                for (Communicator h : hosts) {
+                    h.abort();
+                    h.close();
+                }
+            }
+        }
+        if (!problems.isEmpty()) {
+            fail(problems.size() + " mismatch problem(s):\n  " + String.join("\n  ", problems));
+        }
+    }
+
+    /** Send (index 0) and receive (1) buffers of the mismatch test, per rank. */
+    private static final DeviceBuffer[][] BUFS = new DeviceBuffer[2][2];
+
+    private static DeviceBuffer buf(int rank, int which) {
+        return BUFS[rank][which];
+    }
+
     /**
      * abort() from another thread releases a kernel waiting for peers that never come (here rank 0
      * alone calls allReduce): its stream becomes idle, later calls fail, and the GPU context stays

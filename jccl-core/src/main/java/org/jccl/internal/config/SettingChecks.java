@@ -23,6 +23,7 @@ final class SettingChecks {
     }
 
     private static final List<String> REDUCE_VECTOR = List.of("auto", "1", "0", "true", "false", "yes", "no", "on", "off");
+    private static final List<String> CHECK = List.of("0", "1", "none", "true", "yes", "on");
 
     /** What a text setting allows, in words, or null when it takes any text. */
     static String allowed(Setting s) {
@@ -46,6 +47,9 @@ final class SettingChecks {
         }
         if (s == Settings.REDUCE_VECTOR) {
             return "auto, 1 or 0";
+        }
+        if (s == Settings.CHECK) {
+            return "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)";
         }
         if (s == Settings.ALGO) {
             return "NCCL's JCCL_ALGO grammar: ring,rd | ^rd | allreduce:ring;broadcast:tree";
@@ -87,6 +91,15 @@ final class SettingChecks {
                 Interfaces.Family.parse(value);
             } else if (s == Settings.REDUCE_VECTOR) {
                 oneOf(s, value, REDUCE_VECTOR, "auto, 1 or 0");
+            } else if (s == Settings.CHECK) {
+                String v = value.trim().toLowerCase(Locale.ROOT);
+                if (v.equals("off") || v.equals("false") || v.equals("no")) {
+                    // Once "no check at all"; now that the guard is always on, the word no longer says which is meant.
+                    throw new ConfigException(s.name() + "='" + value + "' is not allowed: the mismatch guard is on by default, and '"
+                            + value + "' does not say whether it should stay on: write 0 (the guard only, the default) or none (no guard"
+                            + " at all: mismatched calls may then return wrong results; for measurements)");
+                }
+                oneOf(s, value, CHECK, "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)");
             } else if (s == Settings.ALGO) {
                 AlgoSelector.parse(value);
             } else if (s == Settings.AUTH_TOKEN) {

@@ -108,9 +108,12 @@ public final class Settings {
             "while busy polling: yield the CPU once every this many microseconds, so a peer sharing the core can run (0: never)");
     public static final Setting IDLE_YIELD_US = Setting.define("JCCL_IDLE_YIELD_US", null, INT, "2000", 0, 100_000_000,
             "while waiting for a peer: microseconds of polling with Thread.yield() before blocking in the selector (no CPU)");
-    public static final Setting CHECK = Setting.define("JCCL_CHECK", null, BOOL, "0", 0, 0,
-            "1: ranks exchange a signature of every collective (kind, size, data type, op, root, sequence number) and report"
-            + " mismatched calls naming the ranks and what differs, instead of hanging; must be alike on every rank");
+    public static final Setting CHECK = Setting.define("JCCL_CHECK", null, STRING, "0", 0, 0,
+            "0: the always-on mismatch guard: every message, shared-segment arrive and GPU record carries a compact signature of its"
+            + " call (collective, count, data type, op, root), so ranks whose calls differ fail on every rank, naming who called"
+            + " what, instead of returning wrong data; 1: in addition, ranks exchange a full signature of every collective (with its"
+            + " sequence number, so calls of different collectives or in a different order are named too; costs 2-5x at 8 B);"
+            + " none: no guard (measurements only: mismatched calls may then return wrong results); must be alike on every rank");
     public static final Setting CHUNK_SIZE = Setting.define("JCCL_CHUNK_SIZE", null, BYTES, "512K", 4096, 1L << 30,
             "pipelining chunk of ring algorithms, in bytes");
 
@@ -215,5 +218,22 @@ public final class Settings {
 
     /** Forces the class to load so every constant above is registered. */
     static void init() {
+    }
+
+    /** {@link #CHECK} off: {@code none}. */
+    public static final int CHECK_NONE = -1;
+    /** {@link #CHECK} default: the mismatch guard only. */
+    public static final int CHECK_GUARD = 0;
+    /** {@link #CHECK} {@code 1}: the guard and the full signature exchange. */
+    public static final int CHECK_FULL = 1;
+
+    /** The level {@link #CHECK} asks for: {@link #CHECK_NONE}, {@link #CHECK_GUARD} or {@link #CHECK_FULL}. */
+    public static int checkLevel(org.jccl.Config config) {
+        String v = CHECK.getString(config).trim().toLowerCase(java.util.Locale.ROOT);
+        return switch (v) {
+            case "none" -> CHECK_NONE;
+            case "1", "true", "yes", "on" -> CHECK_FULL;
+            default -> CHECK_GUARD; // "0"; other words are refused by SettingChecks
+        };
     }
 }

@@ -83,7 +83,33 @@ public final class ControlPlane {
     public interface Host {
         /** Aborts the communicator with {@code cause} (any thread; the control thread calls it at most once). */
         void fail(JcclException cause);
+
+        /**
+         * This rank's mismatch guard word of its collective call number {@code index} (any thread), or
+         * {@link #GUARD_NOT_YET} (not started yet) or {@link #GUARD_UNKNOWN} (forgotten, or no guard).
+         */
+        default long guardAt(long index) {
+            return GUARD_UNKNOWN;
+        }
+
+        /** How many collective calls this rank has started (any thread); -1 when unknown. */
+        default long callsStarted() {
+            return -1;
+        }
+
+        /**
+         * Another rank found mismatched calls at collective call {@code index} ({@code report} says
+         * which) while this rank has not started that call: the call, when it starts, fails at once
+         * with the report (and every later one), so that no rank waits in a call its peers left.
+         */
+        default void doomedAt(long index, String report) {
+        }
     }
+
+    /** {@link Host#guardAt} of a call the rank has not started. */
+    public static final long GUARD_NOT_YET = Long.MIN_VALUE;
+    /** {@link Host#guardAt} of a call the rank no longer remembers, or when it runs without the guard. */
+    public static final long GUARD_UNKNOWN = Long.MIN_VALUE + 1;
 
     /** Everything a control plane needs to know about its communicator. */
     public record Params(byte[] commId, String idShort, int rank, int size, byte[] secret, Config config, PeerInfo[] peers,
@@ -207,6 +233,8 @@ public final class ControlPlane {
     private volatile Verdict verdict;
     /** The first report of mismatched collective calls this rank heard of (its own or a peer's), or null. */
     private volatile String mismatch;
+    /** The collective call that report names (the finder's index of it), -1 when unknown. */
+    private volatile long mismatchIndex = -1;
     /** Set when the hub has left (closed or aborted): no more supervision, reports or faults. */
     private volatile boolean hubGone;
     /**
@@ -234,6 +262,16 @@ public final class ControlPlane {
     private final List<Conn> collectRequesters = new ArrayList<>();
     private boolean collectForSelf;
     private long lastStallReport = System.nanoTime() - TimeUnit.DAYS.toNanos(1);
+
+    /**
+     * Hub: what each rank said its guard word of a collective call is ({@link #GUARD_NOT_YET},
+     * {@link #GUARD_UNKNOWN}, the word, or {@link #GUARD_ASKED} while a query is out), for the few
+     * call indices some rank asked about lately (the mismatch guard's backstop, {@link #probeGuard}).
+     */
+    private final java.util.TreeMap<Long, long[]> guardAnswers = new java.util.TreeMap<>();
+    private static final long GUARD_ASKED = Long.MIN_VALUE + 2;
+    /** Hub: the rank that asked first about each index, and how long it had waited (for the report). */
+    private final Map<Long, Integer> guardAsker = new java.util.HashMap<>();
 
     /** Small wrapper so the field above reads as a path without importing two Path types. */
     private record Path0(java.nio.file.Path path) {
@@ -497,6 +535,9 @@ public final class ControlPlane {
         if (stopped || (v != null && v.exception() == cause)) {
             return;
         }
+        // The collective call the mismatch was found in: the last one this rank started (read here, on the failing thread).
+        long started = p.host().callsStarted();
+        long foundIn = started > 0 ? started - 1 : -1;
         runAndWait(() -> {
             if (verdict != null) {
                 return;
@@ -510,15 +551,154 @@ public final class ControlPlane {
                 // an operation that can still complete (an earlier collective) does.
                 String report = describe(rank) + " reported: " + cause.getMessage();
                 mismatch = report;
-                broadcast(faultFrame(rank, ControlWire.KIND_MISMATCH_FOUND, report), null);
+                mismatchIndex = foundIn;
+                broadcast(faultFrame(rank, ControlWire.KIND_MISMATCH_FOUND, report, foundIn), null);
             } else if (cause.code() == ErrorCode.MISMATCH) {
-                // An operation failed because of the reported mismatch: every rank aborts, with the report.
-                fault(rank, ControlWire.KIND_MISMATCH, describe(rank) + " reported: " + cause.getMessage(), null, false);
+                // An operation failed because of the reported mismatch: every rank aborts, with the report (or, one that
+                // has not reached the mismatched call yet, fails that call when it starts).
+                fault(rank, ControlWire.KIND_MISMATCH, describe(rank) + " reported: " + cause.getMessage(), null, false,
+                        mismatchIndex >= 0 ? mismatchIndex : foundIn);
             } else {
                 broadcast(gone(cause.getMessage()), null);
             }
             shutdown();
         });
+    }
+
+    /**
+     * The mismatch guard's backstop (operation thread, while its call {@code index} has found nothing
+     * to do for a second; again every second it goes on waiting): asks the hub to compare every
+     * rank's guard word of collective call {@code index}. Calls that differ but deadlock without a
+     * message between two ranks whose calls differ (different algorithms for different counts, a rank
+     * with 0 elements, a rank that returned from a rooted call) are found this way: the hub asks every
+     * rank for its word of that call (each remembers its last {@code 64}), and two words that differ
+     * abort every rank with a MISMATCH naming who called what. Costs nothing until a wait lasts that long.
+     */
+    public void probeGuard(long index, long guard) {
+        if (stopped || verdict != null || hubGone) {
+            return;
+        }
+        tasks.add(() -> {
+            if (stopped || verdict != null || hubGone) {
+                return;
+            }
+            if (rank == 0) {
+                onGuard(0, index, guard, true);
+            } else if (conns[0].state == ConnState.OPEN) {
+                send(conns[0], ControlWire.seal(ControlWire.frame(ControlWire.GUARD_ASK, 16).putLong(index).putLong(guard)));
+            }
+        });
+        selector.wakeup();
+    }
+
+    /** Hub: rank {@code r} says its word of call {@code index} is {@code answer}; {@code asked}: it waits in it and asks for a comparison. */
+    private void onGuard(int r, long index, long answer, boolean asked) {
+        long[] a = guardAnswers.get(index);
+        if (a == null) {
+            if (!asked) {
+                return; // an answer about an index dropped meanwhile
+            }
+            while (guardAnswers.size() >= 8) {
+                long oldest = guardAnswers.firstKey();
+                guardAnswers.remove(oldest);
+                guardAsker.remove(oldest);
+            }
+            a = new long[size];
+            Arrays.fill(a, GUARD_NOT_YET);
+            guardAnswers.put(index, a);
+            guardAsker.put(index, r);
+        }
+        a[r] = answer;
+        if (checkGuards(index, a)) {
+            return;
+        }
+        if (!asked) {
+            return;
+        }
+        // Ask the ranks that have not told their word yet (not started, or not asked): the hub answers for itself.
+        ByteBuffer q = null;
+        for (int x = 0; x < size; x++) {
+            if (a[x] != GUARD_NOT_YET) {
+                continue;
+            }
+            if (x == 0) {
+                a[0] = p.host().guardAt(index);
+            } else if (conns[x] != null && conns[x].state == ConnState.OPEN) {
+                if (q == null) {
+                    q = ControlWire.seal(ControlWire.frame(ControlWire.GUARD_QUERY, 8).putLong(index));
+                }
+                a[x] = GUARD_ASKED;
+                send(conns[x], q.duplicate());
+            }
+        }
+        checkGuards(index, a);
+    }
+
+    /**
+     * A rank found mismatched calls at collective call {@code index}: this rank, if it has started that
+     * call (it waits in it, or is past it, its communicator doomed either way), aborts now with the
+     * report, which fails its call with a MISMATCH instead of leaving it to wait for ranks that left
+     * (e.g. for a connection a peer on another path will never open); otherwise its own call
+     * {@code index} fails when it starts ({@link Host#doomedAt}). Calls before it run on: they can
+     * still complete.
+     */
+    private void mismatchFoundAt(long index, String report) {
+        if (index < 0 || verdict != null || lingering) {
+            return;
+        }
+        long started = p.host().callsStarted();
+        if (started < 0) {
+            return;
+        }
+        if (started > index) {
+            JcclException ex = new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, report);
+            Thread t = new Thread(() -> p.host().fail(ex), "jccl-ctl-fail-" + p.idShort() + "-r" + rank);
+            t.setDaemon(true);
+            t.start();
+        } else {
+            p.host().doomedAt(index, report);
+        }
+    }
+
+    /**
+     * Hub: when two ranks' words of call {@code index} differ, aborts every rank with a MISMATCH that
+     * names the ranks and their calls; returns whether it did.
+     */
+    private boolean checkGuards(long index, long[] a) {
+        if (verdict != null) {
+            return true;
+        }
+        java.util.LinkedHashMap<Long, List<Integer>> calls = new java.util.LinkedHashMap<>();
+        for (int r = 0; r < size; r++) {
+            long w = a[r];
+            if (w != GUARD_NOT_YET && w != GUARD_UNKNOWN && w != GUARD_ASKED && w != 0) {
+                calls.computeIfAbsent(w, k -> new ArrayList<>()).add(r);
+            }
+        }
+        if (calls.size() < 2) {
+            return false;
+        }
+        List<Map.Entry<Long, List<Integer>>> groups = new ArrayList<>(calls.entrySet());
+        // The largest group first: the others are named as deviating from it.
+        groups.sort((x, y) -> y.getValue().size() - x.getValue().size());
+        StringBuilder sb = new StringBuilder("mismatched collective calls at collective call #" + index + " (found by the mismatch"
+                + " guard when " + describe(guardAsker.getOrDefault(index, 0)) + " had waited in it for a second): ");
+        for (int i = 0; i < groups.size(); i++) {
+            List<Integer> rs = groups.get(i).getValue();
+            sb.append(i == 0 ? "" : i == groups.size() - 1 ? " but " : ", ");
+            sb.append(rs.size() == 1 ? describe(rs.get(0)) : "ranks " + StallReport.ranges(rs)).append(" called ")
+                    .append(org.jccl.internal.runtime.OpGuard.describe(groups.get(i).getKey()));
+        }
+        long first = groups.get(0).getKey();
+        List<String> diffs = new ArrayList<>();
+        for (int i = 1; i < groups.size(); i++) {
+            diffs.addAll(org.jccl.internal.runtime.OpGuard.differences(first, groups.get(i).getKey()));
+        }
+        sb.append("; they differ in ").append(String.join(", ", new java.util.LinkedHashSet<>(diffs)))
+                .append(". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
+        int culprit = groups.get(groups.size() - 1).getValue().get(0);
+        fault(culprit, ControlWire.KIND_MISMATCH, sb.toString(), null, true, index);
+        return true;
     }
 
     /**
@@ -850,6 +1030,15 @@ public final class ControlPlane {
      * {@code from}; a rank: the hub), aborts this communicator and stops.
      */
     private void fault(int culprit, int kind, String message, Conn from, boolean tellOthers) {
+        fault(culprit, kind, message, from, tellOthers, -1);
+    }
+
+    /**
+     * {@link #fault}; {@code index}: for a mismatch, the collective call it is in (-1: unknown). A rank
+     * that has not started that call yet is not aborted now, so that the calls before it, which can
+     * still complete, do: that call fails when it starts ({@link Host#doomedAt}).
+     */
+    private void fault(int culprit, int kind, String message, Conn from, boolean tellOthers, long index) {
         if (verdict != null) {
             return;
         }
@@ -859,8 +1048,16 @@ public final class ControlPlane {
             default -> new PeerFailedException(culprit, message, null);
         };
         verdict = new Verdict(culprit, kind, message, ex);
-        broadcast(faultFrame(culprit, kind, message), from);
+        broadcast(faultFrame(culprit, kind, message, index), from);
         Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + message);
+        if (kind == ControlWire.KIND_MISMATCH && index >= 0 && (tellOthers || from != null) && !lingering) {
+            long started = p.host().callsStarted();
+            if (started >= 0 && started <= index) {
+                p.host().doomedAt(index, message);
+                shutdown();
+                return;
+            }
+        }
         if ((tellOthers || from != null) && !lingering) {
             // Abort on another thread: abort() may wait for the operation thread, the notices must not.
             Thread t = new Thread(() -> p.host().fail(ex), "jccl-ctl-fail-" + p.idShort() + "-r" + rank);
@@ -871,9 +1068,15 @@ public final class ControlPlane {
     }
 
     private static ByteBuffer faultFrame(int culprit, int kind, String message) {
-        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message));
+        return faultFrame(culprit, kind, message, -1);
+    }
+
+    /** A FAULT; {@code index}: for a mismatch found (kind 4), the collective call it was found in, else -1. */
+    private static ByteBuffer faultFrame(int culprit, int kind, String message, long index) {
+        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message) + 8);
         f.putInt(culprit).put((byte) kind);
         ControlWire.putString(f, message);
+        f.putLong(index);
         return ControlWire.seal(f);
     }
 
@@ -1145,6 +1348,7 @@ public final class ControlPlane {
                 int culprit = b.getInt();
                 int kind = b.get();
                 String msg = ControlWire.getString(b);
+                long index = b.getLong();
                 if (culprit < 0 || culprit >= size || kind < ControlWire.KIND_FAILED || kind > ControlWire.KIND_MISMATCH_FOUND) {
                     throw new JcclException(ErrorCode.PROTOCOL, "FAULT names rank " + culprit + " kind " + kind);
                 }
@@ -1153,6 +1357,7 @@ public final class ControlPlane {
                     // failures that follow (explain). The hub relays it; this rank goes on.
                     if (mismatch == null) {
                         mismatch = msg;
+                        mismatchIndex = index;
                     }
                     if (c.peer == culprit) {
                         c.state = ConnState.ABORTED;
@@ -1160,15 +1365,36 @@ public final class ControlPlane {
                     }
                     Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + msg);
                     if (rank == 0) {
-                        broadcast(faultFrame(culprit, kind, msg), c); // before LEFT: the report is there when the leave is
+                        broadcast(faultFrame(culprit, kind, msg, index), c); // before LEFT: the report is there when the leave is
                     }
                     left(culprit, ControlWire.HOW_ABORTED, "found mismatched collective calls and aborted its communicator");
+                    mismatchFoundAt(index, msg);
                     break;
                 }
                 if (c.peer != 0 || rank == 0) {
                     c.state = ConnState.ABORTED; // the sender stops after a fault
                 }
-                fault(culprit, kind, msg, c, true);
+                fault(culprit, kind, msg, c, true, index);
+            }
+            case ControlWire.GUARD_ASK -> {
+                long index = b.getLong();
+                long guard = b.getLong();
+                if (rank == 0 && index >= 0) {
+                    onGuard(c.peer, index, guard, true);
+                }
+            }
+            case ControlWire.GUARD_QUERY -> {
+                long index = b.getLong();
+                ByteBuffer f = ControlWire.frame(ControlWire.GUARD_ANSWER, 16);
+                f.putLong(index).putLong(index < 0 ? GUARD_UNKNOWN : p.host().guardAt(index));
+                send(c, ControlWire.seal(f));
+            }
+            case ControlWire.GUARD_ANSWER -> {
+                long index = b.getLong();
+                long answer = b.getLong();
+                if (rank == 0) {
+                    onGuard(c.peer, index, answer, false);
+                }
             }
             case ControlWire.REQUEST -> {
                 b.getLong();

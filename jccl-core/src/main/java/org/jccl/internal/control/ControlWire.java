@@ -24,12 +24,17 @@ import org.jccl.JcclException;
  *                                                       hub -> ranks; how: 0 answered, 1 no answer, 2 closed, 3 aborted
  *  LEFT       i32 rank | u8 how | str reason            hub -> ranks: that rank closed (how 2) or aborted (how 3) its
  *                                                       communicator, relayed from its BYE or GONE
+ *  GUARD_ASK    i64 index | i64 guard                   rank -> hub: this rank has waited a while in collective call
+ *                                                       #index, whose mismatch guard word (OpGuard) is guard: compare
+ *  GUARD_QUERY  i64 index                               hub -> rank: your guard word of collective call #index?
+ *  GUARD_ANSWER i64 index | i64 answer                  rank -> hub: the word, or NOT_YET / UNKNOWN (see ControlPlane)
  *  str = u16 length | UTF-8 bytes (at most MAX_STRING)
  * </pre>
  * Hand-written binary, no Java serialization; a frame that breaks a bound ends that connection.
  */
 public final class ControlWire {
-    public static final int VERSION = 1;
+    /** 2: the mismatch guard's GUARD_* frames. */
+    public static final int VERSION = 2;
     public static final int HEADER = 8;
     public static final int MAX_PAYLOAD = 1 << 20;
     public static final int MAX_STRING = 2048;
@@ -43,6 +48,9 @@ public final class ControlWire {
     public static final int STATE = 7;
     public static final int REPORT = 8;
     public static final int LEFT = 9;
+    public static final int GUARD_ASK = 10;
+    public static final int GUARD_QUERY = 11;
+    public static final int GUARD_ANSWER = 12;
 
     public static final int KIND_FAILED = 1;
     public static final int KIND_TIMEOUT = 2;
@@ -90,7 +98,7 @@ public final class ControlWire {
             throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " has version " + version + ", expected "
                     + VERSION + ": mixed jccl versions in one job");
         }
-        if (type < HEARTBEAT || type > LEFT) {
+        if (type < HEARTBEAT || type > GUARD_ANSWER) {
             throw new JcclException(ErrorCode.PROTOCOL, "control frame from " + from + " has unknown type " + type);
         }
         if (len < 0 || len > MAX_PAYLOAD) {

@@ -68,8 +68,10 @@ public final class CommunicatorImpl implements Communicator {
     private final Hierarchy hierarchy;
     /** The shared collective segment when every pair of ranks uses SHM (and rank 0 asked for one), else null. */
     private final ShmCollArea sharedArea;
-    /** JCCL_CHECK: exchange a signature of every collective (OpSignature) and report mismatches. */
+    /** JCCL_CHECK=1: exchange a signature of every collective (OpSignature) and report mismatches. */
     private final boolean checkSignatures;
+    /** JCCL_CHECK is not "none": calls carry the mismatch guard's words (OpGuard). */
+    private final boolean guardOn;
 
     private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
     private final Staging.Pool stagingPool = new Staging.Pool();
@@ -122,7 +124,9 @@ public final class CommunicatorImpl implements Communicator {
         this.chunkBytes = Settings.CHUNK_SIZE.getLong(config);
         this.rdThreshold = Settings.SMALL_MSG_BYTES.raw(config) == null ? -1 : Settings.SMALL_MSG_BYTES.getLong(config);
         this.algorithms = AlgoSelector.parse(Settings.ALGO.getString(config));
-        this.checkSignatures = Settings.CHECK.getBool(config);
+        int check = Settings.checkLevel(config);
+        this.checkSignatures = check == Settings.CHECK_FULL;
+        this.guardOn = check != Settings.CHECK_NONE;
         this.transportOf = new Transport[size];
         for (int p = 0; p < size; p++) {
             if (p == rank) {
@@ -165,6 +169,7 @@ public final class CommunicatorImpl implements Communicator {
         }
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
+        transportContext.setStillWaiting(ctx::stillWaiting);
         this.opThread = new Thread(this::opLoop, "jccl-op-" + idShort() + "-r" + rank);
         this.opThread.setDaemon(true);
         this.opThread.start();
@@ -214,7 +219,27 @@ public final class CommunicatorImpl implements Communicator {
      */
     void startControl(java.nio.channels.ServerSocketChannel listener) {
         control = ControlPlane.start(new ControlPlane.Params(commId, idShort(), rank, size, secret, config, peers, recorder, counters,
-                this::abort), listener);
+                new ControlPlane.Host() {
+                    @Override
+                    public void fail(JcclException cause) {
+                        abort(cause);
+                    }
+
+                    @Override
+                    public long guardAt(long index) {
+                        return ctx.guardAt(index);
+                    }
+
+                    @Override
+                    public long callsStarted() {
+                        return ctx.callsStarted();
+                    }
+
+                    @Override
+                    public void doomedAt(long index, String report) {
+                        ctx.doomedAt(index, report);
+                    }
+                }), listener);
     }
 
     /** The flight recorder of this communicator. */
@@ -235,6 +260,11 @@ public final class CommunicatorImpl implements Communicator {
     /** The control channel, or null before it is connected. */
     public ControlPlane control() {
         return control;
+    }
+
+    /** Whether calls carry the mismatch guard's words ({@code JCCL_CHECK} is not {@code none}). */
+    boolean guardOn() {
+        return guardOn;
     }
 
     /** The shared collective segment, or null (see {@link #openSharedArea}). */
@@ -903,12 +933,19 @@ public final class CommunicatorImpl implements Communicator {
         Throwable failure = null;
         try {
             boolean signed = checkSignatures && OpSignature.checked(op);
+            boolean call = !(op instanceof FusedOp); // a group starts a call per member (FusedOp)
+            if (call) {
+                ctx.beginCall(op, signed);
+            }
             if (signed) {
                 ctx.beginCheck(op);
             }
             op.run(ctx);
             if (signed) {
                 ctx.endCheck();
+            }
+            if (call) {
+                ctx.endCall();
             }
             if (op.finisher != null) {
                 op.finisher.run();
@@ -930,6 +967,12 @@ public final class CommunicatorImpl implements Communicator {
             ControlPlane cp = control;
             if (cp != null && abortCause == null) {
                 e = cp.explain(e); // a consequence of another rank's failure names that rank
+            }
+            JcclException meanwhile = abortCause;
+            if (meanwhile != null && meanwhile.code() == ErrorCode.MISMATCH && e.code() != ErrorCode.MISMATCH) {
+                // The control plane aborted this communicator with another rank's report of mismatched calls while this
+                // operation was failing (its link to that rank broke): the report is the cause, not the broken link.
+                e = asJccl(op, t);
             }
             failAll(op, e);
             if (!(t instanceof InvalidUsageException) || e.code() == ErrorCode.MISMATCH || abortCause != null) {

@@ -80,6 +80,10 @@ public final class OpContext {
 
     OpContext(CommunicatorImpl comm) {
         this.comm = comm;
+        this.guardOn = comm.guardOn();
+        for (int i = 0; i < GUARD_HISTORY; i++) {
+            guardHistoryIndex.set(i, -1);
+        }
         this.spinNanos = Settings.IDLE_SPIN_US.getLong(comm.config()) * 1000;
         this.yieldNanos = Settings.IDLE_YIELD_US.getLong(comm.config()) * 1000;
         long sy = Settings.IDLE_SPIN_YIELD_US.getLong(comm.config()) * 1000;
@@ -175,12 +179,222 @@ public final class OpContext {
     void begin(Op op) {
         current = op;
         stamped = false;
+        if (op == null) {
+            endCallState();
+        }
         if (op == null && signing != 0) {
             signing = 0;
             stopSharedSigning();
             sigSends.clear();
             sigPeers.clear();
             sigRecvs.clear();
+        }
+    }
+
+
+    // ---------------------------------------------------------------------- the mismatch guard (JCCL_CHECK 0 and 1)
+
+    /** JCCL_CHECK is not "none": every message, arrive and GPU record carries the running call's guard word. */
+    private final boolean guardOn;
+    /** The guard word ({@link OpGuard}) of the running call, carried by every message this rank posts; 0 when none. */
+    private long guard;
+    /** Collective calls started so far on this communicator (each member of a group counts): the same sequence on every rank. */
+    private long collIndex;
+    /** Index of the running collective call, -1 when none runs. */
+    private long callIndex = -1;
+    /** First round of the running collective call in the shared segment (0: none), whose arrive lines carry its guard. */
+    private long sharedGuardFrom;
+    /** Requests of the running call's ring confirmation ({@link OpGuard#needsConfirmation}), or null. */
+    private P2pRequest confirmSend;
+    private P2pRequest confirmRecv;
+    /**
+     * How long a wait may find nothing to do before this rank asks the control plane to compare every
+     * rank's guard of the running call (the backstop for mismatched calls that deadlock without any
+     * message between two ranks whose calls differ: different algorithms chosen for different counts,
+     * a rank with 0 elements, the shared segment on one rank and the rings on another); then again
+     * every as long while the wait lasts. A wait that long is rare in a healthy job, and the comparison
+     * costs a few control frames.
+     */
+    static final long GUARD_PROBE_NANOS = 1_000_000_000L;
+    /** When the current stretch of waiting asks next (relative to its start). */
+    private long probeAfter = GUARD_PROBE_NANOS;
+    /** The guard words of the last {@link #GUARD_HISTORY} collective calls, for the control plane (any thread). */
+    static final int GUARD_HISTORY = 64;
+    private final java.util.concurrent.atomic.AtomicLongArray guardHistory = new java.util.concurrent.atomic.AtomicLongArray(GUARD_HISTORY);
+    private final java.util.concurrent.atomic.AtomicLongArray guardHistoryIndex = new java.util.concurrent.atomic.AtomicLongArray(GUARD_HISTORY);
+    /** An empty native segment: the payload of a ring confirmation (the message is its guard word). */
+    private static final MemorySegment EMPTY = Arena.global().allocate(8).asSlice(0, 0);
+
+
+    /**
+     * Starts call {@code op} (an operation, or a collective member of a group): its messages carry
+     * {@code op}'s guard word from here on; a collective gets the next collective index (remembered
+     * with its guard for the control plane), its rounds in the shared segment carry the guard, and
+     * the calls of {@link OpGuard#needsConfirmation} post the ring confirmation: an empty message
+     * carrying the guard to the next rank and a receive of the previous rank's, posted before the
+     * algorithm's first message on those connections (every rank posts in the same order), so that
+     * every rank of such a call compares at least its predecessor's guard before it returns.
+     * {@code signed}: JCCL_CHECK=1 exchanges the call's full signature ({@link #beginCheck}), whose
+     * ring replaces the confirmation.
+     */
+    void beginCall(Op op, boolean signed) {
+        if (!guardOn) {
+            return;
+        }
+        long g = OpGuard.of(op); // here, not when the operation is made: nothing on the call path with JCCL_CHECK=none
+        guard = g;
+        if (!OpGuard.isCollective(g)) {
+            callIndex = -1;
+            return;
+        }
+        long k = collIndex++;
+        callIndex = k;
+        if (k >= doomedFrom) {
+            String why = doomReport;
+            throw new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + describeOp()
+                    + " failed: another rank found mismatched collective calls at collective call #" + doomedFrom + " (this one is #" + k
+                    + "): " + why);
+        }
+        int slot = (int) (k & (GUARD_HISTORY - 1));
+        guardHistoryIndex.setRelease(slot, -1);
+        guardHistory.setRelease(slot, g);
+        guardHistoryIndex.setRelease(slot, k);
+        ShmCollArea area = comm.sharedArea();
+        if (area != null) {
+            area.guard(g);
+            sharedGuardFrom = area.currentRound() + 1;
+        }
+        int n = comm.size();
+        // With JCCL_CHECK=1 the signature ring does this (and its signatures, first on those connections, say more).
+        if (n > 1 && !signed && OpGuard.needsConfirmation(g)) {
+            int me = comm.rank();
+            confirmRecv = connection((me + n - 1) % n).recv(EMPTY, g);
+            confirmSend = connection((me + 1) % n).send(EMPTY, g);
+        }
+    }
+
+    /** Ends the call {@link #beginCall} started: waits for its ring confirmation, if any (a mismatch fails here at the latest). */
+    void endCall() {
+        P2pRequest r = confirmRecv;
+        P2pRequest s = confirmSend;
+        confirmRecv = null;
+        confirmSend = null;
+        if (r != null) {
+            await(r);
+            await(s);
+        }
+        callIndex = -1;
+        sharedGuardFrom = 0;
+    }
+
+    /** Sets the guard word of what this rank posts next without starting a call (a group's sends and receives). */
+    void guardP2p() {
+        if (guardOn) {
+            guard = OpGuard.p2p();
+            callIndex = -1;
+        }
+    }
+
+    private void endCallState() {
+        outsideSince = 0;
+        confirmRecv = null;
+        confirmSend = null;
+        callIndex = -1;
+        sharedGuardFrom = 0;
+        guard = 0;
+    }
+
+    /**
+     * The guard word of this rank's collective call number {@code k}, for the control plane's
+     * comparison (any thread): {@code ControlPlane.GUARD_NOT_YET} when it has not started it, {@code
+     * GUARD_UNKNOWN} when it no longer remembers it (more than {@link #GUARD_HISTORY} calls ago) or
+     * runs without the guard.
+     */
+    long guardAt(long k) {
+        if (!guardOn) {
+            return org.jccl.internal.control.ControlPlane.GUARD_UNKNOWN;
+        }
+        int slot = (int) (k & (GUARD_HISTORY - 1));
+        while (true) {
+            long i = guardHistoryIndex.getAcquire(slot);
+            long g = guardHistory.getAcquire(slot);
+            if (guardHistoryIndex.getAcquire(slot) != i) {
+                continue; // rewritten meanwhile (beginCall writes the index, then the word, then the index)
+            }
+            if (i == k) {
+                return g;
+            }
+            // A slot only ever holds later calls: an older one (or none) means call k has not started here.
+            return i < k ? org.jccl.internal.control.ControlPlane.GUARD_NOT_YET : org.jccl.internal.control.ControlPlane.GUARD_UNKNOWN;
+        }
+    }
+
+    /** How many collective calls this rank has started (any thread; from the history, so nothing is published per call). */
+    long callsStarted() {
+        if (!guardOn) {
+            return -1;
+        }
+        long max = -1;
+        for (int i = 0; i < GUARD_HISTORY; i++) {
+            max = Math.max(max, guardHistoryIndex.getAcquire(i));
+        }
+        return max + 1;
+    }
+
+    /** First collective call that must fail at once, with {@link #doomReport} (see ControlPlane.Host#doomedAt); MAX_VALUE: none. */
+    private volatile long doomedFrom = Long.MAX_VALUE;
+    private volatile String doomReport;
+
+    /** Another rank found mismatched calls at collective call {@code index}: that call and later ones fail when they start (any thread). */
+    void doomedAt(long index, String report) {
+        doomReport = report;
+        doomedFrom = index;
+    }
+
+    /** Start of the current wait outside the progress engine ({@link #stillWaiting}), 0: none. */
+    private long outsideSince;
+    private long outsideProbeAfter;
+
+    /** A transport blocks this thread waiting for a peer (TransportContext#stillWaiting): probes as a long wait does. */
+    void stillWaiting() {
+        long now = System.nanoTime();
+        if (outsideSince == 0) {
+            outsideSince = now;
+            outsideProbeAfter = GUARD_PROBE_NANOS;
+            return;
+        }
+        if (now - outsideSince >= outsideProbeAfter) {
+            outsideProbeAfter += GUARD_PROBE_NANOS;
+            probeGuard();
+        }
+    }
+
+    /** The waiting call has found nothing to do for a while: asks the control plane to compare every rank's guard of it. */
+    private void probeGuard() {
+        long k = callIndex;
+        if (k >= 0) {
+            org.jccl.internal.control.ControlPlane cp = comm.control();
+            if (cp != null) {
+                cp.probeGuard(k, guard);
+            }
+        }
+    }
+
+    /** The error for a message or an arrive of {@code peer}'s call {@code theirs} met by this rank's call {@code mine}. */
+    private org.jccl.InvalidUsageException guardMismatch(int peer, long theirs, long mine) {
+        PeerInfo from = comm.peerInfo(peer);
+        return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + describeOp()
+                + " failed: mismatched collective calls: rank " + peer + " (" + from.host() + " pid " + from.pid() + ") called "
+                + OpGuard.describe(theirs) + " but rank " + comm.rank() + " called " + OpGuard.describe(mine) + "; they differ in "
+                + String.join(", ", OpGuard.differences(theirs, mine)) + " (found by the mismatch guard)"
+                + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
+    }
+
+    /** Compares {@code q}'s guard word of {@code round} (read after its arrive) with this rank's call; see {@link ShmCollArea#guardOf}. */
+    private void checkSharedGuard(ShmCollArea a, int q, long round) {
+        long g = a.guardOf(q);
+        if (((g ^ round) & 1) == 0 && OpGuard.mismatch(g & ~1L, guard)) {
+            throw guardMismatch(q, g & ~1L, guard);
         }
     }
 
@@ -241,13 +455,14 @@ public final class OpContext {
 
     private void signTo(int peer) {
         signedTo[peer] = signing;
-        sigSends.add(connection(peer).send(sigMine));
+        // No guard word on the signature itself (JCCL_CHECK=1): the signature, which says more, is compared instead.
+        sigSends.add(connection(peer).send(sigMine, 0));
     }
 
     private void signFrom(int peer) {
         signedFrom[peer] = signing;
         sigPeers.add(peer);
-        sigRecvs.add(connection(peer).recv(theirs(peer)));
+        sigRecvs.add(connection(peer).recv(theirs(peer), 0));
     }
 
     private MemorySegment theirs(int peer) {
@@ -343,6 +558,9 @@ public final class OpContext {
             if (sharedSigFrom != 0 && !reducedWord && round >= sharedSigFrom && q != me) {
                 verifyShared(a, q, round);
             }
+            if (sharedGuardFrom != 0 && !reducedWord && round >= sharedGuardFrom && q != me) {
+                checkSharedGuard(a, q, round);
+            }
         }
     }
 
@@ -353,6 +571,9 @@ public final class OpContext {
         }
         if (sharedSigFrom != 0 && !reducedWord && round >= sharedSigFrom) {
             verifyShared(a, q, round);
+        }
+        if (sharedGuardFrom != 0 && !reducedWord && round >= sharedGuardFrom) {
+            checkSharedGuard(a, q, round);
         }
     }
 
@@ -397,6 +618,7 @@ public final class OpContext {
         long park = 2_000;
         int spins = 0;
         boolean polite = false;
+        long probeAt = GUARD_PROBE_NANOS;
         while (word(a, q, reducedWord) < round) {
             comm.checkNotAborted(current);
             if ((++spins & 31) != 0) {
@@ -436,6 +658,10 @@ public final class OpContext {
                 }
             }
             long waited = now - start;
+            if (waited >= probeAt) {
+                probeAt += GUARD_PROBE_NANOS;
+                probeGuard();
+            }
             polite = waited > HOT_SPIN_NANOS;
             if (waited < spinNanos) {
                 if (now - lastYield >= yieldEvery) {
@@ -501,7 +727,7 @@ public final class OpContext {
             signTo(peer);
         }
         counters.sent(peer, src.byteSize());
-        return connection(peer).send(src);
+        return connection(peer).send(src, guard);
     }
 
     /** Posts a receive of exactly {@code dst.byteSize()} bytes from {@code peer}. */
@@ -511,7 +737,7 @@ public final class OpContext {
             signFrom(peer);
         }
         counters.received(peer, dst.byteSize());
-        return connection(peer).recv(dst);
+        return connection(peer).recv(dst, guard);
     }
 
     /** Waits for one request, driving progress on every connection. */
@@ -577,8 +803,13 @@ public final class OpContext {
         if (idle++ == 0) {
             idleSince = now;
             stamp(now);
+            probeAfter = GUARD_PROBE_NANOS;
         }
         long waited = now - idleSince;
+        if (waited >= probeAfter) {
+            probeAfter += GUARD_PROBE_NANOS;
+            probeGuard();
+        }
         if (waited < spinNanos) {
             // Yield now and then even while spinning: when the peer's thread shares this core (a host
             // with fewer cores than busy threads), it gets the core within ~20 us instead of after the
@@ -661,6 +892,9 @@ public final class OpContext {
             Connection c = open.get(i);
             try {
                 work += c.progress();
+            } catch (org.jccl.spi.GuardMismatchException e) {
+                pollSignature();
+                throw guardMismatch(e.peer(), e.received(), e.expected());
             } catch (IOException e) {
                 pollSignature();
                 throw peerFailed(c.peer(), e);
@@ -673,6 +907,9 @@ public final class OpContext {
         Throwable t = r.error();
         if (t != null) {
             pollSignature(); // a mismatch explains a wrong-sized message better than its size does
+            if (t instanceof org.jccl.spi.GuardMismatchException g) {
+                throw guardMismatch(g.peer(), g.received(), g.expected());
+            }
             if (t instanceof JcclException je) {
                 throw je;
             }
@@ -683,7 +920,9 @@ public final class OpContext {
     private Connection connection(int peer) {
         Connection c = connections[peer];
         if (c == null) {
+            outsideSince = 0;
             c = comm.connect(peer, current);
+            outsideSince = 0;
             connections[peer] = c;
             open.add(c);
             watch(c);

@@ -14,6 +14,7 @@ final class TransportContextImpl implements TransportContext {
     private volatile PeerInfo[] peers;
     private volatile boolean stopping;
     private volatile Runnable waker;
+    private volatile Runnable stillWaiting;
 
     TransportContextImpl(byte[] commId, int rank, int size, byte[] secret, Config config) {
         this.commId = commId.clone();
@@ -34,6 +35,18 @@ final class TransportContextImpl implements TransportContext {
 
     void setWaker(Runnable waker) {
         this.waker = waker;
+    }
+
+    void setStillWaiting(Runnable r) {
+        this.stillWaiting = r;
+    }
+
+    @Override
+    public void stillWaiting() {
+        Runnable r = stillWaiting;
+        if (r != null) {
+            r.run();
+        }
     }
 
     @Override

@@ -162,6 +162,26 @@ class ConfigSourcesTest {
                 + Settings.SHM_CHUNK.doc() + "); set by JCCL_SHM_CHUNK in code (Config.with)", e.getMessage());
     }
 
+    /** JCCL_CHECK: 0 (the guard, default), 1 (and the full exchange), none (no guard); the off-words are refused as ambiguous. */
+    @Test
+    void checkLevelsAndTheAmbiguousOffWords() {
+        assertEquals(Settings.CHECK_GUARD, Settings.checkLevel(Config.defaults()));
+        assertEquals(Settings.CHECK_GUARD, Settings.checkLevel(Config.defaults().with("JCCL_CHECK", "0")));
+        assertEquals(Settings.CHECK_FULL, Settings.checkLevel(Config.defaults().with("JCCL_CHECK", "1")));
+        assertEquals(Settings.CHECK_FULL, Settings.checkLevel(Config.defaults().with("JCCL_CHECK", "yes")));
+        assertEquals(Settings.CHECK_NONE, Settings.checkLevel(Config.defaults().with("JCCL_CHECK", "none")));
+        for (String word : List.of("off", "false", "no")) {
+            Config c = Config.fromEnvironment(env("JCCL_CHECK", word));
+            ConfigException e = assertThrows(ConfigException.class, c::validate);
+            assertTrue(e.getMessage().startsWith("JCCL_CHECK='" + word + "' is not allowed: the mismatch guard is on by default")
+                    && e.getMessage().contains("write 0 (the guard only, the default) or none (no guard")
+                    && e.getMessage().endsWith("set by JCCL_CHECK in the environment"), e.getMessage());
+        }
+        ConfigException e = assertThrows(ConfigException.class, () -> Config.fromEnvironment(env("JCCL_CHECK", "nope")).validate());
+        assertTrue(e.getMessage().startsWith("JCCL_CHECK='nope' is not allowed: expected 0 (the mismatch guard), 1 (the guard and the"
+                + " full signature exchange) or none (no guard); did you mean none?"), e.getMessage());
+    }
+
     @Test
     void validateReportsEveryBadValueIncludingGrammarsOfTextSettings() {
         Config ok = Config.fromEnvironment(env("JCCL_DEBUG", "info", "JCCL_DEBUG_SUBSYS", "^COLL,P2P", "JCCL_IB_HCA", "mlx5_0:1,mlx5_1",

@@ -14,14 +14,35 @@ public interface Exchange {
     /** Number of ranks. */
     int size();
 
-    /** Publishes this rank's (in, out) device pointers for collective {@code epoch} (0 where absent). */
-    void publishCollective(int rank, long epoch, long in, long out);
+    /**
+     * Publishes this rank's (in, out) device pointers for collective {@code epoch} (0 where absent)
+     * with {@code guard}, the mismatch guard's word of its call (org.jccl.internal.runtime.OpGuard; 0: none).
+     */
+    void publishCollective(int rank, long epoch, long in, long out, long guard);
 
     /**
      * Every rank's (in, out) for {@code epoch}, mapped here: {@code result[2q]} in, {@code
-     * result[2q+1]} out. Waits for the peers to publish.
+     * result[2q+1]} out. Waits for the peers to publish. Before anything is mapped or launched,
+     * compares every peer's guard word with this rank's: calls that differ (count, data type, op,
+     * root) fail here with a MISMATCH naming both, on every rank (each reads every record).
      */
     long[] resolveCollective(int rank, long epoch);
+
+    /**
+     * The error for {@code rank}'s GPU collective {@code epoch} whose guard {@code mine} met rank
+     * {@code q}'s {@code theirs}; null when they agree.
+     */
+    static org.jccl.InvalidUsageException mismatch(int rank, long epoch, int q, long theirs, long mine) {
+        if (!org.jccl.internal.runtime.OpGuard.mismatch(theirs, mine)) {
+            return null;
+        }
+        return new org.jccl.InvalidUsageException(org.jccl.ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch
+                + " failed: mismatched collective calls: rank " + q + " called " + org.jccl.internal.runtime.OpGuard.describe(theirs)
+                + " but rank " + rank + " called " + org.jccl.internal.runtime.OpGuard.describe(mine) + "; they differ in "
+                + String.join(", ", org.jccl.internal.runtime.OpGuard.differences(theirs, mine)) + " (found by the mismatch guard,"
+                + " before any kernel ran). Every rank must call the same collectives in the same order, with the same count, data"
+                + " type, op and root");
+    }
 
     /** Publishes the receive buffer of this rank's {@code seq}-th receive from {@code src}. */
     void publishRecv(int rank, int src, long seq, long address, long bytes);

@@ -19,6 +19,7 @@ public final class InProcessExchange implements Exchange {
     private final AtomicLongArray collTag;
     private final long[] collIn;
     private final long[] collOut;
+    private final long[] collGuard;
     private final AtomicLongArray collConsumed; // [rank]: last epoch resolved + 1
     // receives: [src][dst][slot] -> tag (seq + 1), address, bytes
     private final AtomicLongArray recvTag;
@@ -33,6 +34,7 @@ public final class InProcessExchange implements Exchange {
         this.collTag = new AtomicLongArray(DEPTH * n);
         this.collIn = new long[DEPTH * n];
         this.collOut = new long[DEPTH * n];
+        this.collGuard = new long[DEPTH * n];
         this.collConsumed = new AtomicLongArray(n);
         this.recvTag = new AtomicLongArray(n * n * DEPTH);
         this.recvAddr = new long[n * n * DEPTH];
@@ -46,7 +48,7 @@ public final class InProcessExchange implements Exchange {
     }
 
     @Override
-    public void publishCollective(int rank, long epoch, long in, long out) {
+    public void publishCollective(int rank, long epoch, long in, long out, long guard) {
         // The slot is free once every rank has resolved its previous occupant. (Operations that
         // exchange nothing skip epochs, so the occupant's epoch is read from the slot itself.)
         int i = (int) (epoch % DEPTH) * n + rank;
@@ -58,6 +60,7 @@ public final class InProcessExchange implements Exchange {
         }
         collIn[i] = in;
         collOut[i] = out;
+        collGuard[i] = guard;
         collTag.set(i, epoch + 1); // volatile store: releases the plain stores above
     }
 
@@ -65,13 +68,21 @@ public final class InProcessExchange implements Exchange {
     public long[] resolveCollective(int rank, long epoch) {
         long[] r = new long[2 * n];
         int base = (int) (epoch % DEPTH) * n;
+        org.jccl.InvalidUsageException mismatch = null;
         for (int q = 0; q < n; q++) {
             final int i = base + q;
             await(() -> collTag.get(i) == epoch + 1, () -> "rank " + rank + " waits for rank " + (i - base) + " to call collective #" + epoch, rank);
             r[2 * q] = collIn[i];
             r[2 * q + 1] = collOut[i];
+            if (mismatch == null && q != rank) {
+                mismatch = Exchange.mismatch(rank, epoch, q, collGuard[i], collGuard[base + rank]);
+            }
         }
+        // Consumed either way: the peers, which find the same mismatch, must not wait for this rank.
         collConsumed.set(rank, epoch + 1);
+        if (mismatch != null) {
+            throw mismatch;
+        }
         return r;
     }
 

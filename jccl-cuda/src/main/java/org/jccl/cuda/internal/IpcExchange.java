@@ -20,7 +20,8 @@ import org.jccl.internal.log.Log;
  * the allocation that holds the buffer, plus the offset) over a host communicator of its own; the
  * receiving side maps each allocation once with cuIpcOpenMemHandle and caches the mapping.
  *
- * <p>Collectives: one fixed 168-byte record per rank and operation, through a {@link ShmMailbox}
+ * <p>Collectives: one fixed 192-byte record per rank and operation (epoch, the call's mismatch guard
+ * word, the two buffer references), through a {@link ShmMailbox}
  * (each rank reads its peers' records of the same operation straight out of shared memory), or,
  * where that cannot be set up, one all-gather of the records over the host communicator per
  * operation. Point-to-point: the
@@ -32,7 +33,9 @@ public final class IpcExchange implements Exchange {
     private static final int REF_BYTES = CudaDriver.IPC_HANDLE_BYTES + 24;
     /** Identifies this JVM: ranks that share it exchange raw device pointers instead of IPC handles. */
     private static final long JVM_TOKEN = new java.security.SecureRandom().nextLong() | 1;
-    private static final int RECORD_BYTES = 8 + 2 * REF_BYTES;
+    /** epoch, the mismatch guard's word of the call (OpGuard), in, out. */
+    private static final int RECORD_BYTES = 16 + 2 * REF_BYTES;
+    private static final int REFS = 16;
 
     private final Communicator host;
     private final int rank;
@@ -229,12 +232,12 @@ public final class IpcExchange implements Exchange {
     }
 
     @Override
-    public void publishCollective(int rank, long epoch, long in, long out) {
+    public void publishCollective(int rank, long epoch, long in, long out, long guard) {
         byte[] mine = new byte[RECORD_BYTES];
-        ByteBuffer.wrap(mine).order(ByteOrder.LITTLE_ENDIAN).putLong(0, epoch);
+        ByteBuffer.wrap(mine).order(ByteOrder.LITTLE_ENDIAN).putLong(0, epoch).putLong(8, guard);
         long t0 = System.nanoTime();
-        ref(mine, 8, in);
-        ref(mine, 8 + REF_BYTES, out);
+        ref(mine, REFS, in);
+        ref(mine, REFS + REF_BYTES, out);
         if (Log.enabled(Log.Level.TRACE, Log.Subsys.P2P)) {
             Log.trace(Log.Subsys.P2P, rank, "GPU collective #" + epoch + ": exporting the buffers " + (System.nanoTime() - t0) / 1000
                     + " us");
@@ -269,17 +272,26 @@ public final class IpcExchange implements Exchange {
         long[] r = new long[2 * n];
         r[2 * rank] = (long) p[1];
         r[2 * rank + 1] = (long) p[2];
+        ByteBuffer recs = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
+        long mine = recs.getLong(rank * RECORD_BYTES + 8);
         for (int q = 0; q < n; q++) {
-            long e = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN).getLong(q * RECORD_BYTES);
+            long e = recs.getLong(q * RECORD_BYTES);
             if (e != epoch) {
                 throw new JcclException(ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch + " met rank " + q
                         + "'s collective #" + e + ": the ranks issued different sequences of GPU operations");
             }
+            // Before anything is mapped: the peer's call must be this rank's.
+            InvalidUsageException m = Exchange.mismatch(rank, epoch, q, recs.getLong(q * RECORD_BYTES + 8), mine);
+            if (m != null) {
+                throw m;
+            }
+        }
+        for (int q = 0; q < n; q++) {
             if (q == rank) {
                 continue;
             }
-            r[2 * q] = map(all, q * RECORD_BYTES + 8, q);
-            r[2 * q + 1] = map(all, q * RECORD_BYTES + 8 + REF_BYTES, q);
+            r[2 * q] = map(all, q * RECORD_BYTES + REFS, q);
+            r[2 * q + 1] = map(all, q * RECORD_BYTES + REFS + REF_BYTES, q);
         }
         if (Log.enabled(Log.Level.TRACE, Log.Subsys.P2P)) {
             Log.trace(Log.Subsys.P2P, rank, "GPU collective #" + epoch + ": handle exchange " + (t1 - t0) / 1000 + " us, mapping "

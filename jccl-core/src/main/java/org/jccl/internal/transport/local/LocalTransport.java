@@ -11,6 +11,7 @@ import org.jccl.Config;
 import org.jccl.internal.config.Settings;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
+import org.jccl.spi.GuardMismatchException;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.Transport;
@@ -20,7 +21,8 @@ import org.jccl.spi.TransportContext;
  * Ranks that are threads of one JVM ({@code Jccl.initLocal}) move messages by a single memory copy:
  * a sender posts its request in the receiver's mailbox, and the receiver, when it has a matching
  * receive posted, copies straight from the sender's memory and completes both. No sockets, no
- * staging. Chosen first (priority 0) for peers with the same JVM process id; off with
+ * staging; the sender's request carries its call's guard word, which the receiver compares with its
+ * own before it copies. Chosen first (priority 0) for peers with the same JVM process id; off with
  * {@code JCCL_LOCAL_DISABLE=1}, which makes such ranks use TCP over loopback instead.
  */
 public final class LocalTransport implements Transport {
@@ -159,7 +161,12 @@ public final class LocalTransport implements Transport {
 
         @Override
         public P2pRequest send(MemorySegment src) {
-            P2pRequest r = new P2pRequest(src, true);
+            return send(src, 0);
+        }
+
+        @Override
+        public P2pRequest send(MemorySegment src, long guard) {
+            P2pRequest r = new P2pRequest(src, true, guard);
             sends.add(r);
             out.sends.add(r);
             peerContext.wakeup();
@@ -168,7 +175,12 @@ public final class LocalTransport implements Transport {
 
         @Override
         public P2pRequest recv(MemorySegment dst) {
-            P2pRequest r = new P2pRequest(dst, false);
+            return recv(dst, 0);
+        }
+
+        @Override
+        public P2pRequest recv(MemorySegment dst, long guard) {
+            P2pRequest r = new P2pRequest(dst, false, guard);
             recvs.add(r);
             return r;
         }
@@ -182,6 +194,12 @@ public final class LocalTransport implements Transport {
                     break;
                 }
                 P2pRequest r = recvs.peek();
+                if (!GuardMismatchException.matches(r.guard(), s.guard())) {
+                    // Before the size: calls that differ are named as such, even where the sizes happen to agree.
+                    GuardMismatchException e = new GuardMismatchException(peer, r.guard(), s.guard());
+                    r.fail(e);
+                    throw e;
+                }
                 if (s.size() != r.size()) {
                     IOException e = new IOException("rank " + peer + " sent a message of " + s.size() + " bytes where this rank expected "
                             + r.size() + ": the ranks called collectives (or send/recv) with different counts or types");

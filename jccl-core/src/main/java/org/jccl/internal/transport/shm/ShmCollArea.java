@@ -108,6 +108,8 @@ public final class ShmCollArea {
     private volatile boolean closed;
     /** The signature written with every arrive while a checked collective runs (JCCL_CHECK), else null; operation thread only. */
     private MemorySegment signature;
+    /** The mismatch guard's word of the running call (0: none), written with every arrive; operation thread only. */
+    private long guard;
 
     ShmCollArea(MemorySegment file, int rank, PeerInfo[] peers, boolean[] checkPid, int ringPolicy) {
         this.file = file;
@@ -320,6 +322,26 @@ public final class ShmCollArea {
     }
 
     /**
+     * Sets the mismatch guard's word of the call whose rounds come next (OpGuard; bit 0 clear; 0: none):
+     * every {@link #arrive} writes it, with the round's parity in bit 0, into this rank's guard word
+     * ({@link ShmCollDescriptor#GUARD}), in the line of its arrive word.
+     */
+    public void guard(long g) {
+        this.guard = g;
+    }
+
+    /**
+     * {@code q}'s guard word as it stands, read after an acquire load of its {@code arrive >= round}:
+     * the guard of its call at {@code round} when bit 0 is {@code round}'s parity. Otherwise {@code q}
+     * has already arrived at {@code round + 1} (no rank runs more than one round ahead), which it did
+     * only after comparing this rank's guard of {@code round} with its own; so whenever two ranks' calls
+     * differ at a round, at least one of them sees the other's word of that round, and neither gets past it.
+     */
+    public long guardOf(int q) {
+        return file.get(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.word(q, ShmCollDescriptor.GUARD));
+    }
+
+    /**
      * Publishes this rank's input of {@code round} (release: the area's bytes before it). Rank 0
      * first writes the mode of an operation that would start at {@code round + 1}.
      */
@@ -342,6 +364,10 @@ public final class ShmCollArea {
         if (sig != null) {
             MemorySegment.copy(sig, 0, file, ShmCollDescriptor.word(rank, ShmCollDescriptor.SIG) + (round & 1) * ShmCollDescriptor.SIG_BYTES,
                     ShmCollDescriptor.SIG_BYTES);
+        }
+        long g = guard;
+        if (g != 0) { // 0: the guard is off on this communicator (JCCL_CHECK=none), the word stays 0 (matches anything)
+            file.set(java.lang.foreign.ValueLayout.JAVA_LONG, ShmCollDescriptor.word(rank, ShmCollDescriptor.GUARD), g | (round & 1));
         }
         LONG.setRelease(file, ShmCollDescriptor.word(rank, ARRIVE), round);
     }

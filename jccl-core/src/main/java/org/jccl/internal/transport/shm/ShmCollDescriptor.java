@@ -18,7 +18,7 @@ import java.lang.invoke.VarHandle;
  * 128  +--------------------------------------------------------------+
  *      | attached (4): ranks other than 0 that mapped the file          |  getAndAdd; the last one unlinks
  * 256  +--------------------------------------------------------------+
- *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) | pad (8)   |  release store / acquire load
+ *      | rank 0: arrive (8) | inline 0 (24) | inline 1 (24) | guard (8) |  release store / acquire load
  *  +64 | rank 0: signature 0 (32) | signature 1 (32)  [JCCL_CHECK=1]   |
  *  +128| rank 0: reduced (8) | state (4) | pad (4) | mode 0 | mode 1 (8 each; only rank 0's are used) |
  *  +256| rank 1: arrive ...                                             |  one 256-byte block per rank
@@ -38,7 +38,10 @@ import java.lang.invoke.VarHandle;
  * A rank's {@code arrive} word is the number of the last round whose input it has copied into its
  * area; {@code reduced} the last round whose reduced slice it has written there. Both only grow.
  * Where round {@code k}'s region lies in every area: {@link ShmCollArea#nextRound(long)}; the inline
- * and signature slots alternate by round parity. The words of one rank sit 128 bytes from
+ * and signature slots alternate by round parity. The guard word, last in {@code arrive}'s line, holds the
+ * mismatch guard's signature of the call that published the round (org.jccl.internal.runtime.OpGuard)
+ * with the round's parity in bit 0, written before {@code arrive} and read after it; readers compare
+ * it with their own call's (see {@link ShmCollArea#guardOf}). The words of one rank sit 128 bytes from
  * those of the next (the adjacent-line prefetcher pulls 128-byte pairs), and only their owner
  * writes them.
  */
@@ -49,7 +52,7 @@ final class ShmCollDescriptor {
     /** "JCCLCOL1" read as a little-endian long. */
     static final long MAGIC = 0x314c4f43_4c43434aL;
     /** Bumped whenever this layout changes. */
-    static final int VERSION = 2;
+    static final int VERSION = 3;
 
     static final long MAGIC_OFFSET = ShmFileHeader.MAGIC_OFFSET;
     static final long VERSION_OFFSET = ShmFileHeader.VERSION_OFFSET;
@@ -81,6 +84,11 @@ final class ShmCollDescriptor {
      */
     static final long INLINE = 8;
     static final long INLINE_BYTES = 24;
+    /**
+     * The guard word, in the last 8 bytes of {@code arrive}'s 64-byte line: the reader's acquire load
+     * of {@code arrive} brings it along, so the always-on check costs no extra cache-line transfer.
+     */
+    static final long GUARD = 56;
     /**
      * Two 32-byte slots (round parity) in the second 64-byte line of {@code arrive}'s 128-byte pair:
      * with {@code JCCL_CHECK=1} a rank writes the signature of its collective here before it

@@ -4,6 +4,7 @@ import static org.jccl.internal.transport.shm.ShmRingDescriptor.HEAD_OFFSET;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.INT;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.LONG;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.META_CHUNK_BYTES;
+import static org.jccl.internal.transport.shm.ShmRingDescriptor.META_GUARD;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.META_MESSAGE_BYTES;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.RECEIVER_CLOSED;
 import static org.jccl.internal.transport.shm.ShmRingDescriptor.RECEIVER_STATE_OFFSET;
@@ -22,6 +23,7 @@ import java.nio.channels.SelectableChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 import org.jccl.spi.Connection;
+import org.jccl.spi.GuardMismatchException;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 
@@ -122,14 +124,24 @@ final class ShmConnection implements Connection {
 
     @Override
     public P2pRequest send(MemorySegment src) {
-        P2pRequest r = new P2pRequest(src, true);
+        return send(src, 0);
+    }
+
+    @Override
+    public P2pRequest send(MemorySegment src, long guard) {
+        P2pRequest r = new P2pRequest(src, true, guard);
         sends.add(r);
         return r;
     }
 
     @Override
     public P2pRequest recv(MemorySegment dst) {
-        P2pRequest r = new P2pRequest(dst, false);
+        return recv(dst, 0);
+    }
+
+    @Override
+    public P2pRequest recv(MemorySegment dst, long guard) {
+        P2pRequest r = new P2pRequest(dst, false, guard);
         recvs.add(r);
         return r;
     }
@@ -295,6 +307,7 @@ final class ShmConnection implements Connection {
                 long meta = ShmRingDescriptor.slotMetaOffset(slot);
                 out.set(ValueLayout.JAVA_LONG, meta + META_MESSAGE_BYTES, size);
                 out.set(ValueLayout.JAVA_LONG, meta + META_CHUNK_BYTES, n);
+                out.set(ValueLayout.JAVA_LONG, meta + META_GUARD, r.guard());
                 // Release: the chunk and its meta are visible to whoever reads this tail with acquire.
                 LONG.setRelease(out, TAIL_OFFSET, ++tail);
                 r.position += n;
@@ -323,6 +336,13 @@ final class ShmConnection implements Connection {
                 long meta = ShmRingDescriptor.slotMetaOffset(slot);
                 long message = in.get(ValueLayout.JAVA_LONG, meta + META_MESSAGE_BYTES);
                 long n = in.get(ValueLayout.JAVA_LONG, meta + META_CHUNK_BYTES);
+                long guard = in.get(ValueLayout.JAVA_LONG, meta + META_GUARD);
+                if (!GuardMismatchException.matches(r.guard(), guard)) {
+                    // Before the size: calls that differ are named as such, even where the sizes happen to agree.
+                    GuardMismatchException e = new GuardMismatchException(peer.rank(), r.guard(), guard);
+                    r.fail(e);
+                    throw e;
+                }
                 if (message != r.size()) {
                     IOException e = new IOException("rank " + peer.rank() + " sent a message of " + message + " bytes where this rank expected "
                             + r.size() + ": the ranks called collectives (or send/recv) with different counts or types");

@@ -28,6 +28,7 @@ import java.lang.invoke.VarHandle;
  *      | senderWaiting (4): 1 = sender may block, ring its doorbell     |  set by sender, CAS 1->0 by receiver
  * 896  +--------------------------------------------------------------+
  *      | slot meta [slotCount] x 64: messageBytes (8) | chunkBytes (8)  |  plain, published by tail
+ *      |   | guard (8): the mismatch guard's word of the sender's call    |
  *      +--------------------------------------------------------------+
  *      | padding to 4096                                                |
  * data +--------------------------------------------------------------+
@@ -53,7 +54,7 @@ final class ShmRingDescriptor {
     /** "JCCLSHM1" read as a little-endian long; a file with anything else here is not ours. */
     static final long MAGIC = 0x314d4853_4c43434aL;
     /** Bumped whenever this layout changes; both sides must agree. */
-    static final int VERSION = 2;
+    static final int VERSION = 3;
 
     static final long MAGIC_OFFSET = ShmFileHeader.MAGIC_OFFSET;
     static final long VERSION_OFFSET = ShmFileHeader.VERSION_OFFSET;
@@ -76,6 +77,11 @@ final class ShmRingDescriptor {
     static final long SLOT_META_BYTES = 64;
     static final long META_MESSAGE_BYTES = 0;
     static final long META_CHUNK_BYTES = 8;
+    /**
+     * The guard word (org.jccl.internal.runtime.OpGuard) of the call that sent the chunk's message:
+     * the receiver compares it with its own call's before the message size (version 3).
+     */
+    static final long META_GUARD = 16;
     static final long PAGE = ShmFileHeader.PAGE;
 
     static final int SENDER_NONE = 0;

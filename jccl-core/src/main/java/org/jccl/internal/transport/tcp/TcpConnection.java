@@ -10,6 +10,7 @@ import java.util.zip.CRC32C;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
+import org.jccl.spi.GuardMismatchException;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 
@@ -116,7 +117,12 @@ final class TcpConnection implements Connection {
 
     @Override
     public P2pRequest send(MemorySegment src) {
-        P2pRequest r = new P2pRequest(src, true);
+        return send(src, 0);
+    }
+
+    @Override
+    public P2pRequest send(MemorySegment src, long guard) {
+        P2pRequest r = new P2pRequest(src, true, guard);
         if (!admit(r)) {
             return r;
         }
@@ -133,7 +139,12 @@ final class TcpConnection implements Connection {
 
     @Override
     public P2pRequest recv(MemorySegment dst) {
-        P2pRequest r = new P2pRequest(dst, false);
+        return recv(dst, 0);
+    }
+
+    @Override
+    public P2pRequest recv(MemorySegment dst, long guard) {
+        P2pRequest r = new P2pRequest(dst, false, guard);
         if (!admit(r)) {
             return r;
         }
@@ -202,7 +213,7 @@ final class TcpConnection implements Connection {
 
     /** Turns a socket-level exception into one naming the peer, the socket and what the cause means. */
     private IOException explain(IOException e, Lane lane) {
-        if (e instanceof TcpLinkException) {
+        if (e instanceof TcpLinkException || e instanceof GuardMismatchException) {
             return e;
         }
         if (closed || e instanceof ClosedChannelException) {
@@ -356,7 +367,7 @@ final class TcpConnection implements Connection {
             sendInline = sendLen <= INLINE;
             if (sendInline) {
                 // Header and payload in one buffer: one write, and no view of the caller's segment.
-                TcpWire.putHeader(sendScratch, stripe, size, checksum);
+                TcpWire.putHeader(sendScratch, stripe, size, checksum, r.guard());
                 MemorySegment.copy(r.segment(), sendOff, sendScratchSeg, TcpWire.HEADER_BYTES, sendLen);
                 int end = TcpWire.HEADER_BYTES + (int) sendLen;
                 if (checksum) {
@@ -369,7 +380,7 @@ final class TcpConnection implements Connection {
                 }
                 sendScratch.limit(end).position(0);
             } else {
-                TcpWire.putHeader(sendHeader, stripe, size, checksum);
+                TcpWire.putHeader(sendHeader, stripe, size, checksum, r.guard());
                 sendHeader.clear();
                 sendCrc.reset();
                 sendTrailer.clear().limit(0);
@@ -585,17 +596,24 @@ final class TcpConnection implements Connection {
             }
         }
 
-        /** Checks magic, message length and stripe index of a complete header at positions 0..15 of {@code b}. */
-        private void checkHeader(ByteBuffer b, P2pRequest r) throws TcpLinkException {
+        /** Checks magic, guard, message length and stripe index of a complete header at positions 0..23 of {@code b}. */
+        private void checkHeader(ByteBuffer b, P2pRequest r) throws IOException {
             int magic = b.getInt(0);
             int stripe = b.getInt(4);
             long length = b.getLong(8);
+            long guard = b.getLong(TcpWire.GUARD_OFFSET);
             int expect = checksum ? TcpWire.MAGIC_CHECKSUM : TcpWire.MAGIC;
             if (magic != expect) {
+                boolean old = magic == TcpWire.MAGIC_V1 || magic == TcpWire.MAGIC_CHECKSUM_V1;
                 throw new TcpLinkException("TCP stream from " + peer.describe() + " is corrupt: stripe header magic 0x"
                         + Integer.toHexString(magic) + " where 0x" + Integer.toHexString(expect) + " was expected (socket "
-                        + index + " of " + nsocks + ", rank " + selfRank + " receiving); mixed jccl versions in one job, or a bug:"
-                        + " please report it with both ranks' logs" + transitHint());
+                        + index + " of " + nsocks + ", rank " + selfRank + " receiving); "
+                        + (old ? "the peer runs an older jccl (stripe header version 1): every rank of a job must run the same jccl"
+                        : "mixed jccl versions in one job, or a bug: please report it with both ranks' logs") + transitHint());
+            }
+            if (!GuardMismatchException.matches(r.guard(), guard)) {
+                // Before the length: calls that differ are named as such, even where the sizes happen to agree.
+                throw new GuardMismatchException(peer.rank(), r.guard(), guard);
             }
             if (length != r.size()) {
                 throw new TcpLinkException(peer.describe() + " sent " + length + " bytes where rank " + selfRank + " expected "

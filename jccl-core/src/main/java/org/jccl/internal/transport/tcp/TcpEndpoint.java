@@ -353,6 +353,7 @@ final class TcpEndpoint implements Endpoint {
         synchronized (slot) {
             while (slot.expected < 0 || slot.arrived < slot.expected) {
                 checkStopping(peer);
+                ctx.stillWaiting();
                 long left = remainingMillis(deadline);
                 if (left <= 0) {
                     throw new JcclTimeoutException("rank " + rank + " waited " + connectTimeout.toSeconds() + " s ("

@@ -33,25 +33,31 @@ import java.nio.ByteBuffer;
  *
  * <h2>Stripe header ({@value #HEADER_BYTES} bytes, before every stripe of every message)</h2>
  * <pre>
- *  0          4          8                         16
- *  +----------+----------+--------------------------+----------------------+
- *  | "JCTS"   | i32      | u64 message length       | stripe payload ...   |
- *  | magic    | stripe   | (whole message, bytes)   |                      |
- *  +----------+----------+--------------------------+----------------------+
+ *  0          4          8                         16                       24
+ *  +----------+----------+--------------------------+------------------------+----------------------+
+ *  | "JCT2"   | i32      | u64 message length       | u64 guard: the call's  | stripe payload ...   |
+ *  | magic    | stripe   | (whole message, bytes)   | signature (OpGuard)    |                      |
+ *  +----------+----------+--------------------------+------------------------+----------------------+
  * </pre>
  * The header carries the length of the whole message rather than the stripe's, so a receiver
  * whose posted size differs can name both sizes; each side derives the stripe's extent from the
- * message length with {@link #stripeOffset}/{@link #stripeLength}.
+ * message length with {@link #stripeOffset}/{@link #stripeLength}. The guard word is the mismatch
+ * guard's compact signature of the call that sent the message (collective, count, data type, op,
+ * root; {@code org.jccl.internal.runtime.OpGuard}); the receiver compares it with its own call's
+ * before the length, on every stripe, so that ranks whose calls differ fail even where their
+ * messages happen to have the same size (0 on either side: no guard, {@code JCCL_CHECK=none}).
+ * Version 2 of the header (magic "JCT2"/"JCC2"); version 1 ("JCTS"/"JCTC", 16 bytes, no guard)
+ * is refused as a mixed-version job.
  *
  * <h2>Checksummed stripes ({@code JCCL_CHECKSUM=1}, {@link #FLAG_CHECKSUM} in the hello)</h2>
  * <pre>
- *  +----------+----------+--------------------------+----------------------+-------------------+
- *  | "JCTC"   | i32      | u64 message length       | stripe payload ...   | u32 CRC32C of the |
- *  | magic    | stripe   |                          |                      | payload           |
- *  +----------+----------+--------------------------+----------------------+-------------------+
+ *  +----------+----------+--------------------------+-----------+----------------------+-------------------+
+ *  | "JCC2"   | i32      | u64 message length       | u64 guard | stripe payload ...   | u32 CRC32C of the |
+ *  | magic    | stripe   |                          |           |                      | payload           |
+ *  +----------+----------+--------------------------+-----------+----------------------+-------------------+
  * </pre>
  * The trailer covers the payload; the header needs none, since each of its fields has exactly one
- * value the receiver accepts (magic, the expected stripe index, the posted length), so any flipped
+ * value the receiver accepts (magic, the expected stripe index, the posted length, its own guard), so any flipped
  * header bit is refused too. A connection carries either kind of stripe, never both: the distinct
  * magic turns a disagreement into an error rather than a misread.
  *
@@ -64,12 +70,17 @@ import java.nio.ByteBuffer;
  */
 final class TcpWire {
 
-    /** "JCTS": jccl TCP stripe. */
-    static final int MAGIC = 0x4A435453;
-    /** "JCTC": jccl TCP stripe with a CRC32C trailer. */
-    static final int MAGIC_CHECKSUM = 0x4A435443;
+    /** "JCT2": jccl TCP stripe, header version 2 (with the guard word). */
+    static final int MAGIC = 0x4A435432;
+    /** "JCC2": jccl TCP stripe with a CRC32C trailer, header version 2. */
+    static final int MAGIC_CHECKSUM = 0x4A434332;
+    /** The version 1 magics ("JCTS", "JCTC"): a peer running an older jccl. */
+    static final int MAGIC_V1 = 0x4A435453;
+    static final int MAGIC_CHECKSUM_V1 = 0x4A435443;
     /** Bytes of a stripe header. */
-    static final int HEADER_BYTES = 16;
+    static final int HEADER_BYTES = 24;
+    /** Offset of the guard word in a stripe header. */
+    static final int GUARD_OFFSET = 16;
     /** Bytes of the CRC32C trailer of a checksummed stripe. */
     static final int TRAILER_BYTES = 4;
     /** Bytes of a hello. */
@@ -116,11 +127,12 @@ final class TcpWire {
         return size / nsocks + (stripe < size % nsocks ? 1 : 0);
     }
 
-    /** Writes a stripe header at absolute positions 0..15 of {@code b}, leaving position and limit alone. */
-    static void putHeader(ByteBuffer b, int stripe, long messageLength, boolean checksum) {
+    /** Writes a stripe header at absolute positions 0..23 of {@code b}, leaving position and limit alone. */
+    static void putHeader(ByteBuffer b, int stripe, long messageLength, boolean checksum, long guard) {
         b.putInt(0, checksum ? MAGIC_CHECKSUM : MAGIC);
         b.putInt(4, stripe);
         b.putLong(8, messageLength);
+        b.putLong(GUARD_OFFSET, guard);
     }
 
     /** The connector's hello. */
