@@ -204,9 +204,6 @@ public final class OpContext {
     private long callIndex = -1;
     /** First round of the running collective call in the shared segment (0: none), whose arrive lines carry its guard. */
     private long sharedGuardFrom;
-    /** Requests of the running call's ring confirmation ({@link OpGuard#needsConfirmation}), or null. */
-    private P2pRequest confirmSend;
-    private P2pRequest confirmRecv;
     /**
      * How long a wait may find nothing to do before this rank asks the control plane to compare every
      * rank's guard of the running call (the backstop for mismatched calls that deadlock without any
@@ -230,10 +227,7 @@ public final class OpContext {
      * Starts call {@code op} (an operation, or a collective member of a group): its messages carry
      * {@code op}'s guard word from here on; a collective gets the next collective index (remembered
      * with its guard for the control plane), its rounds in the shared segment carry the guard, and
-     * the calls of {@link OpGuard#needsConfirmation} post the ring confirmation: an empty message
-     * carrying the guard to the next rank and a receive of the previous rank's, posted before the
-     * algorithm's first message on those connections (every rank posts in the same order), so that
-     * every rank of such a call compares at least its predecessor's guard before it returns.
+     * the calls of {@link OpGuard#needsConfirmation} get their ring confirmation ({@link #confirm}).
      * {@code signed}: JCCL_CHECK=1 exchanges the call's full signature ({@link #beginCheck}), whose
      * ring replaces the confirmation.
      */
@@ -264,27 +258,221 @@ public final class OpContext {
             area.guard(g);
             sharedGuardFrom = area.currentRound() + 1;
         }
-        int n = comm.size();
         // With JCCL_CHECK=1 the signature ring does this (and its signatures, first on those connections, say more).
-        if (n > 1 && !signed && OpGuard.needsConfirmation(g)) {
-            int me = comm.rank();
-            confirmRecv = connection((me + n - 1) % n).recv(EMPTY, g);
-            confirmSend = connection((me + 1) % n).send(EMPTY, g);
+        if (comm.size() > 1 && !signed && OpGuard.needsConfirmation(g)) {
+            confirm(g, k, op.seq);
         }
     }
 
-    /** Ends the call {@link #beginCall} started: waits for its ring confirmation, if any (a mismatch fails here at the latest). */
+    /** Ends the call {@link #beginCall} started (its ring confirmation, if any, is not waited for: see {@link #confirm}). */
     void endCall() {
-        P2pRequest r = confirmRecv;
-        P2pRequest s = confirmSend;
-        confirmRecv = null;
-        confirmSend = null;
-        if (r != null) {
-            await(r);
-            await(s);
+        if (!progressed && confTail != confHead) {
+            // A call that moved nothing through the connections (the shared segment; an empty call) still looks at
+            // the confirmations that arrived meanwhile, so that a mismatch they show fails this rank's next call.
+            progress();
         }
+        progressed = false;
+        reapConfirmations();
+        ENDED.setOpaque(this, callsEnded + 1);
         callIndex = -1;
         sharedGuardFrom = 0;
+    }
+
+    // ---------------------------------------------------------------------- the ring confirmation, deferred
+
+    /*
+     * Where a rank could return without having compared its call with anyone's (the rooted collectives,
+     * where roots or leaves only send, and calls of 0 elements), every rank sends an empty message carrying
+     * its guard word to the next rank of the ring and receives the previous rank's. Its place in each
+     * direction's message order is fixed: the first message of its call on that connection, after every
+     * message of earlier calls and before every later one, on both ends. Nothing waits for it: a call
+     * returns without it (a rank whose own result does not depend on it, since every message of another
+     * rank that a result uses is compared when it arrives), and it completes later, while this rank waits
+     * for anything else, in a later call, on the operation thread when the communicator is idle, or at
+     * close(). A mismatch it shows then fails the call that finds it and aborts the communicator, whose
+     * control plane fails every rank; close() reports it when no call did.
+     *
+     * To keep it off the latency path, its two messages are held here and handed to their connections only
+     * (a) just before the next message this rank posts on that connection (so the order above holds, and on
+     * TCP the confirmation leaves in the same write as that message, see TcpConnection), (b) when this rank
+     * has waited HAND_AFTER_NANOS for anything (so two ranks that wait for each other in mismatched calls
+     * meet their confirmations at once, as the old awaited confirmation did), (c) when MAX_CONFIRMATIONS
+     * calls are unconfirmed, (d) on the idle operation thread, (e) at close().
+     */
+
+    /** Most calls whose confirmation may be outstanding; the next one waits for the oldest (below GUARD_HISTORY: the backstop can still ask for it). */
+    static final int MAX_CONFIRMATIONS = 32;
+    /** A wait that has found nothing to do this long hands the held confirmations to their connections. */
+    static final long HAND_AFTER_NANOS = 20_000;
+    /** Ring of outstanding confirmations, indexed by counter % MAX_CONFIRMATIONS: [confHead, confTail). */
+    private final P2pRequest[] confRecv = new P2pRequest[MAX_CONFIRMATIONS];
+    private final P2pRequest[] confSend = new P2pRequest[MAX_CONFIRMATIONS];
+    private final long[] confGuard = new long[MAX_CONFIRMATIONS];
+    private final long[] confIndex = new long[MAX_CONFIRMATIONS];
+    private final long[] confSeq = new long[MAX_CONFIRMATIONS];
+    private long confHead;
+    private long confTail;
+    /** Entries below these have their receive / send handed to the connection; the rest are held. */
+    private long confRecvHanded;
+    private long confSendHanded;
+    /** Opaque copy of confTail - confHead for the operation thread's idle check (any thread). */
+    private int confOutstanding;
+    /** Calls ended so far (written by the running thread, read opaque by the idle operation thread). */
+    private long callsEnded;
+    /** Whether the running call has driven the connections' progress. */
+    private boolean progressed;
+    /** Collective index and guard the backstop asks about while this rank waits for a confirmation, not in a call (-1: none). */
+    private long waitIndex = -1;
+    private long waitGuard;
+    private static final java.lang.invoke.VarHandle OUTSTANDING;
+    private static final java.lang.invoke.VarHandle ENDED;
+
+    static {
+        try {
+            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            OUTSTANDING = l.findVarHandle(OpContext.class, "confOutstanding", int.class);
+            ENDED = l.findVarHandle(OpContext.class, "callsEnded", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** Records call {@code k}'s ring confirmation (guard {@code g}, operation {@code seq}), held until one of (a)-(e) above. */
+    private void confirm(long g, long k, long seq) {
+        if (confTail - confHead == MAX_CONFIRMATIONS) {
+            awaitOldestConfirmation();
+        }
+        int i = (int) (confTail % MAX_CONFIRMATIONS);
+        confRecv[i] = null;
+        confSend[i] = null;
+        confGuard[i] = g;
+        confIndex[i] = k;
+        confSeq[i] = seq;
+        confTail++;
+        OUTSTANDING.setOpaque(this, (int) (confTail - confHead));
+    }
+
+    /** Whether confirmations are outstanding (any thread; may lag a little). */
+    boolean confirmationsOutstanding() {
+        return (int) OUTSTANDING.getOpaque(this) != 0;
+    }
+
+    /** Calls ended so far (any thread; may lag a little): the idle operation thread checks only when none ended for a while. */
+    long callsEnded() {
+        return (long) ENDED.getOpaque(this);
+    }
+
+    private int pred() {
+        int n = comm.size();
+        return (comm.rank() + n - 1) % n;
+    }
+
+    private int succ() {
+        return (comm.rank() + 1) % comm.size();
+    }
+
+    /** Hands the held confirmation receives to the predecessor's connection, in order. */
+    private void handRecvs() {
+        if (confRecvHanded < confTail) {
+            Connection c = connection(pred());
+            for (long j = Math.max(confRecvHanded, confHead); j < confTail; j++) {
+                int i = (int) (j % MAX_CONFIRMATIONS);
+                confRecv[i] = c.recv(EMPTY, confGuard[i]);
+            }
+            confRecvHanded = confTail;
+        }
+    }
+
+    /** Hands the held confirmation sends to the successor's connection, in order. */
+    private void handSends() {
+        if (confSendHanded < confTail) {
+            Connection c = connection(succ());
+            for (long j = Math.max(confSendHanded, confHead); j < confTail; j++) {
+                int i = (int) (j % MAX_CONFIRMATIONS);
+                confSend[i] = c.send(EMPTY, confGuard[i]);
+            }
+            confSendHanded = confTail;
+        }
+    }
+
+    private void handAll() {
+        handRecvs();
+        handSends();
+    }
+
+    /** Drops the confirmations that completed, oldest first; one that failed throws (a mismatch names the call it confirmed). */
+    private void reapConfirmations() {
+        while (confHead < confRecvHanded && confHead < confSendHanded) {
+            int i = (int) (confHead % MAX_CONFIRMATIONS);
+            P2pRequest r = confRecv[i];
+            P2pRequest s = confSend[i];
+            if (!r.isDone() || !s.isDone()) {
+                break;
+            }
+            failedConfirmation(i, r);
+            failedConfirmation(i, s);
+            confRecv[i] = null;
+            confSend[i] = null;
+            confHead++;
+        }
+        OUTSTANDING.setOpaque(this, (int) (confTail - confHead));
+    }
+
+    private void failedConfirmation(int i, P2pRequest r) {
+        Throwable t = r.error();
+        if (t == null) {
+            return;
+        }
+        if (t instanceof org.jccl.spi.GuardMismatchException g) {
+            throw guardMismatch(g.peer(), g.received(), g.expected(), i);
+        }
+        int peer = r.isSend() ? succ() : pred();
+        throw peerFailed(peer, t instanceof IOException io ? io : new IOException(t.toString(), t));
+    }
+
+    /** Waits, driving progress, until the oldest outstanding confirmation completed (the bound on outstanding ones). */
+    private void awaitOldestConfirmation() {
+        handAll();
+        int i = (int) (confHead % MAX_CONFIRMATIONS);
+        long savedIndex = waitIndex;
+        long savedGuard = waitGuard;
+        waitIndex = confIndex[i];
+        waitGuard = confGuard[i];
+        try {
+            int idle = 0;
+            while (!(confRecv[i].isDone() && confSend[i].isDone())) {
+                idle = progressOrIdle(idle);
+            }
+        } finally {
+            waitIndex = savedIndex;
+            waitGuard = savedGuard;
+        }
+        reapConfirmations();
+    }
+
+    /**
+     * The operation thread while no operation runs (the execution lock held): hands the held
+     * confirmations to their connections, drives one round of progress and drops the completed ones;
+     * a mismatch (or a broken link) throws.
+     */
+    void confirmIdle() {
+        if (confTail == confHead) {
+            return;
+        }
+        handAll();
+        progress();
+        reapConfirmations();
+    }
+
+    /**
+     * At close(): waits, driving progress, until every outstanding confirmation completed (as long as
+     * the calls themselves would have waited: until the peers' confirmations arrive, the communicator is
+     * aborted by a peer's failure or timeout, or the backstop finds a mismatch); a mismatch throws.
+     */
+    void drainConfirmations() {
+        while (confTail != confHead) {
+            awaitOldestConfirmation();
+        }
     }
 
     /** Sets the guard word of what this rank posts next without starting a call (a group's sends and receives). */
@@ -297,8 +485,7 @@ public final class OpContext {
 
     private void endCallState() {
         outsideSince = 0;
-        confirmRecv = null;
-        confirmSend = null;
+        progressed = false;
         callIndex = -1;
         sharedGuardFrom = 0;
         guard = 0;
@@ -371,20 +558,47 @@ public final class OpContext {
 
     /** The waiting call has found nothing to do for a while: asks the control plane to compare every rank's guard of it. */
     private void probeGuard() {
-        long k = callIndex;
+        boolean confirming = waitIndex >= 0;
+        long k = confirming ? waitIndex : callIndex;
         if (k >= 0) {
             org.jccl.internal.control.ControlPlane cp = comm.control();
             if (cp != null) {
-                cp.probeGuard(k, guard);
+                cp.probeGuard(k, confirming ? waitGuard : guard);
             }
         }
     }
 
     /** The error for a message or an arrive of {@code peer}'s call {@code theirs} met by this rank's call {@code mine}. */
     private org.jccl.InvalidUsageException guardMismatch(int peer, long theirs, long mine) {
+        return guardMismatch(peer, theirs, mine, -1);
+    }
+
+    /** The error of a transport's guard mismatch: of an outstanding confirmation's receive if it failed so, else of the running call. */
+    private org.jccl.InvalidUsageException guardMismatch(org.jccl.spi.GuardMismatchException e) {
+        for (long j = confHead; j < confRecvHanded; j++) {
+            int i = (int) (j % MAX_CONFIRMATIONS);
+            P2pRequest r = confRecv[i];
+            if (r != null && r.error() == e && confGuard[i] == e.expected() && (current == null || guard != e.expected() || callIndex < 0)) {
+                return guardMismatch(e.peer(), e.received(), e.expected(), i);
+            }
+        }
+        return guardMismatch(e.peer(), e.received(), e.expected(), -1);
+    }
+
+    /**
+     * The error for {@code peer}'s call {@code theirs} met by this rank's call {@code mine}; {@code conf} >= 0: found
+     * by the confirmation in that slot, of a call that returned earlier on this rank.
+     */
+    private org.jccl.InvalidUsageException guardMismatch(int peer, long theirs, long mine, int conf) {
         PeerInfo from = comm.peerInfo(peer);
-        return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + describeOp()
-                + " failed: mismatched collective calls: rank " + peer + " (" + from.host() + " pid " + from.pid() + ") called "
+        String where = current != null ? describeOp() + " failed: " : "communicator " + comm.idShort() + ": ";
+        if (conf >= 0) {
+            where += "the ring confirmation of collective call #" + confIndex[conf] + " (operation #" + confSeq[conf] + ", "
+                    + OpGuard.describe(confGuard[conf]) + "), which had already returned on this rank with a result that used no"
+                    + " other rank's data unchecked, found ";
+        }
+        return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + where
+                + "mismatched collective calls: rank " + peer + " (" + from.host() + " pid " + from.pid() + ") called "
                 + OpGuard.describe(theirs) + " but rank " + comm.rank() + " called " + OpGuard.describe(mine) + "; they differ in "
                 + String.join(", ", OpGuard.differences(theirs, mine)) + " (found by the mismatch guard)"
                 + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
@@ -454,12 +668,18 @@ public final class OpContext {
     }
 
     private void signTo(int peer) {
+        if (confSendHanded != confTail && peer == succ()) {
+            handSends();
+        }
         signedTo[peer] = signing;
         // No guard word on the signature itself (JCCL_CHECK=1): the signature, which says more, is compared instead.
         sigSends.add(connection(peer).send(sigMine, 0));
     }
 
     private void signFrom(int peer) {
+        if (confRecvHanded != confTail && peer == pred()) {
+            handRecvs();
+        }
         signedFrom[peer] = signing;
         sigPeers.add(peer);
         sigRecvs.add(connection(peer).recv(theirs(peer), 0));
@@ -634,6 +854,8 @@ public final class OpContext {
             if (!sigRecvs.isEmpty()) {
                 progress();
                 pollSignature();
+            } else if (confTail != confHead) {
+                progress(); // confirmations of earlier calls move while this rank waits in the segment
             }
             if (a.closedBy(q)) {
                 // The peer stores its words before its closed state: re-read before blaming it.
@@ -658,6 +880,9 @@ public final class OpContext {
                 }
             }
             long waited = now - start;
+            if (waited >= HAND_AFTER_NANOS && (confRecvHanded != confTail || confSendHanded != confTail)) {
+                handAll();
+            }
             if (waited >= probeAt) {
                 probeAt += GUARD_PROBE_NANOS;
                 probeGuard();
@@ -727,6 +952,9 @@ public final class OpContext {
             signTo(peer);
         }
         counters.sent(peer, src.byteSize());
+        if (confSendHanded != confTail && peer == succ()) {
+            handSends(); // the confirmation first: the order both ends agree on (and on TCP one write for both)
+        }
         return connection(peer).send(src, guard);
     }
 
@@ -737,6 +965,9 @@ public final class OpContext {
             signFrom(peer);
         }
         counters.received(peer, dst.byteSize());
+        if (confRecvHanded != confTail && peer == pred()) {
+            handRecvs();
+        }
         return connection(peer).recv(dst, guard);
     }
 
@@ -806,6 +1037,9 @@ public final class OpContext {
             probeAfter = GUARD_PROBE_NANOS;
         }
         long waited = now - idleSince;
+        if (waited >= HAND_AFTER_NANOS && (confRecvHanded != confTail || confSendHanded != confTail)) {
+            handAll(); // this rank waits anyway: its held confirmations go now (a peer may wait for them)
+        }
         if (waited >= probeAfter) {
             probeAfter += GUARD_PROBE_NANOS;
             probeGuard();
@@ -887,6 +1121,7 @@ public final class OpContext {
 
     /** One round of progress over every open connection; returns the work done. */
     public int progress() {
+        progressed = true;
         int work = 0;
         for (int i = 0, n = open.size(); i < n; i++) {
             Connection c = open.get(i);
@@ -894,7 +1129,7 @@ public final class OpContext {
                 work += c.progress();
             } catch (org.jccl.spi.GuardMismatchException e) {
                 pollSignature();
-                throw guardMismatch(e.peer(), e.received(), e.expected());
+                throw guardMismatch(e);
             } catch (IOException e) {
                 pollSignature();
                 throw peerFailed(c.peer(), e);
@@ -908,7 +1143,7 @@ public final class OpContext {
         if (t != null) {
             pollSignature(); // a mismatch explains a wrong-sized message better than its size does
             if (t instanceof org.jccl.spi.GuardMismatchException g) {
-                throw guardMismatch(g.peer(), g.received(), g.expected());
+                throw guardMismatch(g);
             }
             if (t instanceof JcclException je) {
                 throw je;
@@ -942,6 +1177,10 @@ public final class OpContext {
 
     /** Closes every connection and frees scratch memory; operation thread only. */
     void closeAll() {
+        java.util.Arrays.fill(confRecv, null);
+        java.util.Arrays.fill(confSend, null);
+        confHead = confTail = confRecvHanded = confSendHanded = 0;
+        OUTSTANDING.setOpaque(this, 0);
         for (Connection c : open) {
             try {
                 c.close();
