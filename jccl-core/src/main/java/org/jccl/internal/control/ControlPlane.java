@@ -98,6 +98,15 @@ public final class ControlPlane {
         }
 
         /**
+         * The collective call this rank's last mismatch report is about, when that is not the last call it
+         * started (a ring confirmation of an earlier call that returned, or a peer's message of an earlier
+         * call), else -1 (any thread).
+         */
+        default long mismatchAt() {
+            return -1;
+        }
+
+        /**
          * Another rank found mismatched calls at collective call {@code index} ({@code report} says
          * which) while this rank has not started that call: the call, when it starts, fails at once
          * with the report (and every later one), so that no rank waits in a call its peers left.
@@ -537,7 +546,8 @@ public final class ControlPlane {
         }
         // The collective call the mismatch was found in: the last one this rank started (read here, on the failing thread).
         long started = p.host().callsStarted();
-        long foundIn = started > 0 ? started - 1 : -1;
+        long at = p.host().mismatchAt();
+        long foundIn = at >= 0 ? at : started > 0 ? started - 1 : -1;
         runAndWait(() -> {
             if (verdict != null) {
                 return;

@@ -245,6 +245,11 @@ public final class CommunicatorImpl implements Communicator {
                     public void doomedAt(long index, String report) {
                         ctx.doomedAt(index, report);
                     }
+
+                    @Override
+                    public long mismatchAt() {
+                        return ctx.mismatchAt();
+                    }
                 }), listener);
     }
 

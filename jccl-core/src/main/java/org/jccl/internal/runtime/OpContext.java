@@ -266,10 +266,8 @@ public final class OpContext {
 
     /** Ends the call {@link #beginCall} started (its ring confirmation, if any, is not waited for: see {@link #confirm}). */
     void endCall() {
-        if (!progressed && confTail != confHead) {
-            // A call that moved nothing through the connections (the shared segment; an empty call) still looks at
-            // the confirmations that arrived meanwhile, so that a mismatch they show fails this rank's next call.
-            progress();
+        if (!progressed && confRecvHanded > confHead) {
+            progress(); // a call that moved nothing through the connections still looks at the confirmations that arrived
         }
         progressed = false;
         reapConfirmations();
@@ -450,6 +448,17 @@ public final class OpContext {
         reapConfirmations();
     }
 
+    /** Waits, driving progress, until the confirmations of calls before the running one completed. */
+    private void awaitEarlierConfirmations() {
+        handAll();
+        while (confHead < confTail && confIndex[(int) (confHead % MAX_CONFIRMATIONS)] != callIndex) {
+            awaitOldestConfirmation();
+        }
+        if (confHead < confTail) {
+            progress();
+        }
+    }
+
     /**
      * The operation thread while no operation runs (the execution lock held): hands the held
      * confirmations to their connections, drives one round of progress and drops the completed ones;
@@ -592,16 +601,55 @@ public final class OpContext {
     private org.jccl.InvalidUsageException guardMismatch(int peer, long theirs, long mine, int conf) {
         PeerInfo from = comm.peerInfo(peer);
         String where = current != null ? describeOp() + " failed: " : "communicator " + comm.idShort() + ": ";
+        mismatchAt = -1;
         if (conf >= 0) {
             where += "the ring confirmation of collective call #" + confIndex[conf] + " (operation #" + confSeq[conf] + ", "
                     + OpGuard.describe(confGuard[conf]) + "), which had already returned on this rank with a result that used no"
                     + " other rank's data unchecked, found ";
+            mismatchAt = confIndex[conf];
         }
+        String context = earlier(conf, theirs, mine);
         return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + where
                 + "mismatched collective calls: rank " + peer + " (" + from.host() + " pid " + from.pid() + ") called "
-                + OpGuard.describe(theirs) + " but rank " + comm.rank() + " called " + OpGuard.describe(mine) + "; they differ in "
+                + OpGuard.describe(theirs) + " but rank " + comm.rank() + " called " + OpGuard.describe(mine) + context
+                + "; they differ in "
                 + String.join(", ", OpGuard.differences(theirs, mine)) + " (found by the mismatch guard)"
                 + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
+    }
+
+    /** The collective call the last mismatch error of this rank is about when not its running one (ControlPlane.Host#mismatchAt), else -1. */
+    private volatile long mismatchAt = -1;
+
+    long mismatchAt() {
+        return mismatchAt;
+    }
+
+    /**
+     * Where the calls may have parted before the one that found the mismatch, for the report (and the call
+     * index it gives the control plane, {@link #mismatchAt}): the oldest call of this rank that returned
+     * without its ring confirmation yet (besides {@code conf}; the peer's message met a later call before that
+     * confirmation arrived, on another socket for instance), else, when the peer's message is of another
+     * collective than this rank's call, this rank's previous collective call (the peer may be a call behind).
+     */
+    private String earlier(int conf, long theirs, long mine) {
+        for (long j = confHead; j < confTail; j++) {
+            int i = (int) (j % MAX_CONFIRMATIONS);
+            P2pRequest r = confRecv[i];
+            if (i != conf && confIndex[i] != callIndex && (r == null || !r.isDone() || r.error() != null)) {
+                mismatchAt = confIndex[i];
+                return ", after collective call #" + confIndex[i] + ", " + OpGuard.describe(confGuard[i]) + " (operation #" + confSeq[i]
+                        + "), which returned on this rank before the ring confirmation of rank " + pred() + " for it arrived";
+            }
+        }
+        long prev = (callIndex >= 0 ? callIndex : collIndex) - 1;
+        if (conf < 0 && prev >= 0 && OpGuard.kind(theirs) != OpGuard.kind(mine)) {
+            long g = guardAt(prev);
+            if (g != org.jccl.internal.control.ControlPlane.GUARD_NOT_YET && g != org.jccl.internal.control.ControlPlane.GUARD_UNKNOWN) {
+                mismatchAt = prev;
+                return " after collective call #" + prev + ", " + OpGuard.describe(g);
+            }
+        }
+        return "";
     }
 
     /** Compares {@code q}'s guard word of {@code round} (read after its arrive) with this rank's call; see {@link ShmCollArea#guardOf}. */
@@ -756,7 +804,17 @@ public final class OpContext {
      * SHM), or null; the same on every rank.
      */
     public ShmCollArea sharedArea() {
-        return group == null ? comm.sharedArea() : null;
+        if (group != null) {
+            return null;
+        }
+        if (confTail != confHead) {
+            // A collective through the shared segment meets no message that comes after the earlier calls' ring
+            // confirmations: it waits for them before its first arrive, so that a mismatch they show fails it (with
+            // the calls named) rather than a round of it. Every rank of the segment is in this call, and each hands
+            // its confirmations here (or while it waits).
+            awaitEarlierConfirmations();
+        }
+        return comm.sharedArea();
     }
 
     /**
@@ -1132,10 +1190,31 @@ public final class OpContext {
                 throw guardMismatch(e);
             } catch (IOException e) {
                 pollSignature();
+                mismatchElsewhere(c);
                 throw peerFailed(c.peer(), e);
             }
         }
         return work;
+    }
+
+    /**
+     * A link broke: when a message of another call waits on another connection (a peer that left may have
+     * left because of it), that mismatch is the better report; one round of progress over the other
+     * connections finds it. Only on the failure path.
+     */
+    private void mismatchElsewhere(Connection broken) {
+        for (int i = 0, n = open.size(); i < n; i++) {
+            Connection c = open.get(i);
+            if (c != broken) {
+                try {
+                    c.progress();
+                } catch (org.jccl.spi.GuardMismatchException e) {
+                    throw guardMismatch(e);
+                } catch (IOException | RuntimeException ignored) {
+                    // that link failed too: the first failure is reported
+                }
+            }
+        }
     }
 
     private void check(P2pRequest r) {
