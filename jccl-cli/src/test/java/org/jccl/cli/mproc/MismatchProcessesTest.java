@@ -54,4 +54,42 @@ class MismatchProcessesTest {
             assertEquals(2, codes.size());
         }
     }
+
+    /**
+     * A program that ends right after a mismatched rooted call (each rank broadcasts as the root: each only
+     * sends, its call returns with its own, right, data): close() finds the mismatch in the ring confirmation
+     * and throws it, so neither JVM exits 0, over SHM and TCP.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"SHM", "TCP"})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void rootsThatReturnFailInCloseNamingBothCalls(String transport) {
+        String commId = "127.0.0.1:" + Processes.freePort();
+        String token = Processes.newToken();
+        try (Processes procs = new Processes()) {
+            long t0 = System.nanoTime();
+            for (int r = 0; r < 2; r++) {
+                Map<String, String> env = new HashMap<>(Map.of("JCCL_COMM_ID", commId, "JCCL_RANK", Integer.toString(r),
+                        "JCCL_WORLD_SIZE", "2", "JCCL_LOCAL_RANK", Integer.toString(r), "JCCL_AUTH_TOKEN", token,
+                        "JCCL_SOCKET_IFNAME", "lo"));
+                if (transport.equals("TCP")) {
+                    env.put("JCCL_SHM_DISABLE", "1");
+                }
+                procs.start("rank" + r, Processes.javaMain(MismatchRootsRank.class.getName()), env);
+            }
+            List<Integer> codes = procs.waitAll(Duration.ofSeconds(90));
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            for (int r = 0; r < 2; r++) {
+                String out = procs.get(r).output();
+                assertNotEquals(0, codes.get(r), "rank " + r + " exited 0:\n" + procs.outputs());
+                float own = r + 1;
+                assertTrue(out.contains("RETURNED " + r + " " + own + " " + own), "rank " + r + "'s call did not return its own data:\n" + out);
+                assertTrue(out.contains("InvalidUsageException") && out.contains("[MISMATCH]") && out.contains("mismatched collective calls")
+                        && out.contains("close()"), "rank " + r + " does not report the mismatch from close():\n" + out);
+                assertTrue(out.contains("broadcast (1000 x float root 0)") && out.contains("broadcast (1000 x float root 1)"),
+                        "rank " + r + " does not name both calls:\n" + out);
+            }
+            assertTrue(seconds < 60, "the ranks took " + seconds + " s to fail\n" + procs.outputs());
+        }
+    }
 }
