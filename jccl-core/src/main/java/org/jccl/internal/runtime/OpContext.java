@@ -470,6 +470,7 @@ public final class OpContext {
         }
         handAll();
         progress();
+        progressed = false;
         reapConfirmations();
     }
 
