@@ -1506,9 +1506,22 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     c.exchange.flush(c.rank);
                 }
             }
-            // Phase 2: resolve the peers' addresses and launch.
+            // Phase 2: resolve the peers' addresses and launch. A mismatch found for one communicator does not stop the
+            // others' launches: each reaches its own verdict (its call fails on the host, or its one-shot kernel finds the
+            // mismatch), so none is left unaware with a peer that failed; the first mismatch is thrown after them.
+            JcclException mismatch = null;
             for (Runnable r : g.launch) {
-                r.run();
+                try {
+                    r.run();
+                } catch (JcclException x) {
+                    if (x.code() != ErrorCode.MISMATCH) {
+                        throw x;
+                    }
+                    mismatch = mismatch == null ? x : mismatch;
+                }
+            }
+            if (mismatch != null) {
+                throw mismatch;
             }
             for (int i = 0; i < g.p2pComms.size(); i++) {
                 CudaCommunicator c = g.p2pComms.get(i);
