@@ -112,7 +112,8 @@ public final class InProcessExchange implements Exchange {
     @Override
     public void noteOneShot(int rank, long epoch, long guard) {
         int i = rank * NOTES + (int) (epoch % NOTES);
-        noteEpoch.setRelease(i, 0); // the pair is being rewritten
+        noteEpoch.setRelease(i, 0); // the pair is being rewritten (a sequence lock: 0, the guard, the epoch)
+        java.lang.invoke.VarHandle.storeStoreFence();
         noteGuard[i] = guard;
         noteEpoch.setRelease(i, epoch);
     }
@@ -134,6 +135,7 @@ public final class InProcessExchange implements Exchange {
         int i = q * NOTES + (int) (epoch % NOTES);
         long e1 = noteEpoch.getAcquire(i);
         long g = noteGuard[i];
+        java.lang.invoke.VarHandle.loadLoadFence();
         long e2 = noteEpoch.getAcquire(i);
         return new long[] {epoch, e1 == epoch && e2 == epoch ? g : 0};
     }

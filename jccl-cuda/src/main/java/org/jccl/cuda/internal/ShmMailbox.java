@@ -191,7 +191,8 @@ final class ShmMailbox implements AutoCloseable {
     /** Notes that this rank ran operation {@code epoch} (guard word {@code guard}) without a record. */
     void note(long epoch, long guard) {
         long at = NOTE + 16 * (epoch % NOTES);
-        LONG.setRelease(files[rank], at, 0L); // the pair is being rewritten
+        LONG.setRelease(files[rank], at, 0L); // the pair is being rewritten (a sequence lock: 0, the guard, the epoch)
+        VarHandle.storeStoreFence();
         LONG.set(files[rank], at + 8, guard);
         LONG.setRelease(files[rank], at, epoch);
     }
@@ -211,6 +212,7 @@ final class ShmMailbox implements AutoCloseable {
         long at = NOTE + 16 * (epoch % NOTES);
         long e1 = (long) LONG.getAcquire(files[q], at);
         long g = (long) LONG.get(files[q], at + 8);
+        VarHandle.loadLoadFence();
         long e2 = (long) LONG.getAcquire(files[q], at);
         return new long[] {epoch, e1 == epoch && e2 == epoch ? g : 0};
     }
