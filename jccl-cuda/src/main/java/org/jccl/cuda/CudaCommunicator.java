@@ -1729,22 +1729,27 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     /**
      * The host found a mismatch at operation {@code e} (this rank's guard word {@code guard}): fails the
-     * communicator and releases the peers' one-shot kernels that may wait for this rank there.
+     * communicator and, when a peer ran that operation as a one-shot all-reduce ({@link
+     * Exchange.OneShotPeer}: its kernel waits for this rank), releases the peers' one-shot kernels.
      */
     private void mismatchOnHost(JcclException x, long e, long guard, CudaStream stream) {
         synchronized (this) {
             recordFailure(x);
             failureThrown = true;
         }
-        releaseOneShots(e, guard, stream);
+        if (x instanceof Exchange.OneShotPeer) {
+            releaseOneShots(e, guard, stream);
+        }
     }
 
     /**
      * Queues jccl_oneshot_release on {@code stream} (after this rank's earlier kernels): every peer's
      * one-shot kernel of operation {@code e}, which waits for a flag this rank will never store, finds
      * this rank's word with {@link KernelStatus#RELEASED} instead, writes nothing and records the
-     * mismatch; every rank's call of that operation fails (on the host, or in its kernel), so no other
-     * kernel of {@code e} runs anywhere. Nothing with JCCL_CHECK=none (guard 0), alone, or staged.
+     * mismatch. Every rank whose call of that operation exchanges records waits for the one-shot
+     * peer's record, finds its note and fails there, so no other kernel of {@code e} runs anywhere and
+     * the flags stored for {@code e} meet only one-shot kernels. Nothing with JCCL_CHECK=none (guard 0),
+     * alone, or staged.
      */
     private synchronized void releaseOneShots(long e, long guard, CudaStream stream) {
         if (guard == 0 || size < 2 || kernels == null || closed) {

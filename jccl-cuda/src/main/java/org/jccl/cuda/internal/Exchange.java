@@ -59,19 +59,35 @@ public interface Exchange {
      * its guard word, or 0 when its note of that call was overwritten by later ones), which exchanges
      * none: the calls differ, or (same word) the ranks' settings choose different algorithms.
      */
-    static org.jccl.InvalidUsageException oneShotPeer(int rank, long epoch, int q, long theirs, long mine) {
+    static OneShotPeer oneShotPeer(int rank, long epoch, int q, long theirs, long mine) {
         String how = "found by the mismatch guard: rank " + q + " ran its call as " + ONESHOT + ", which exchanges no record, and"
                 + " this rank's call exchanges one";
+        String m;
         if (theirs == 0) {
-            return new org.jccl.InvalidUsageException(org.jccl.ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch
-                    + " failed: mismatched collective calls: rank " + q + " called an all-reduce of at most JCCL_CUDA_ONESHOT_MAX"
-                    + " bytes (run as " + ONESHOT + "; the exact call is no longer recorded) but rank " + rank + " called "
-                    + org.jccl.internal.runtime.OpGuard.describe(mine) + " (" + how + "). " + FIX);
+            m = "rank " + rank + ": GPU collective #" + epoch + " failed: mismatched collective calls: rank " + q + " called an"
+                    + " all-reduce of at most JCCL_CUDA_ONESHOT_MAX bytes (run as " + ONESHOT + "; the exact call is no longer"
+                    + " recorded) but rank " + rank + " called " + org.jccl.internal.runtime.OpGuard.describe(mine) + " (" + how + "). "
+                    + FIX;
+        } else if (theirs == mine) {
+            m = sameCallOtherAlgorithm(rank, epoch, q, mine, "rank " + q + " ran it as " + ONESHOT + " and this rank did not")
+                    .getMessage();
+        } else {
+            m = mismatch(rank, epoch, q, theirs, mine, how).getMessage();
         }
-        if (theirs == mine) {
-            return sameCallOtherAlgorithm(rank, epoch, q, mine, "rank " + q + " ran it as " + ONESHOT + " and this rank did not");
+        return new OneShotPeer(m);
+    }
+
+    /**
+     * The MISMATCH of a rank whose call exchanges records while a peer ran that operation as a one-shot
+     * all-reduce: that peer's kernel waits for this rank's flag, which the communicator then stores
+     * with its word (jccl_oneshot_release), so that the peer's kernel records the mismatch too.
+     */
+    final class OneShotPeer extends org.jccl.InvalidUsageException {
+        private static final long serialVersionUID = 1L;
+
+        OneShotPeer(String message) {
+            super(org.jccl.ErrorCode.MISMATCH, message);
         }
-        return mismatch(rank, epoch, q, theirs, mine, how);
     }
 
     /** Both ranks called {@code call}, but their settings made them run different algorithms, which cannot meet. */

@@ -69,6 +69,8 @@ class OneShotNoteTest {
         Object[] r = resolveAgainstNotes(ex, 1, allReduce(70_000));
         InvalidUsageException e = (InvalidUsageException) r[0];
         assertEquals(ErrorCode.MISMATCH, e.code());
+        // the kind that makes the communicator release the peer's waiting one-shot kernel
+        assertInstanceOf(Exchange.OneShotPeer.class, e);
         contains(e.getMessage(), "rank 1: GPU collective #1 failed: mismatched collective calls",
                 "rank 0 called allReduce (60000 x float sum)", "but rank 1 called allReduce (70000 x float sum)", "count 60000 vs 70000",
                 "one-shot all-reduce (JCCL_CUDA_ONESHOT_MAX)");
