@@ -86,7 +86,7 @@ struct Args {
 // flag a rank stores its call's guard word (guard != 0) into the peer's SIG_GUARD slot of the
 // epoch's parity (the same lifetime as the inbox slot), before the fence that precedes the flag.
 // After the flags, every thread loads the block's guard line (every source's word, one 64-byte
-// line) together with its inbox data; when a peer's word differs from this rank's, no thread
+// line) before its inbox data, needed only before its first store; when a peer's word differs from this rank's, no thread
 // stores any output (the receive buffer keeps what it held), and thread 0 records the peer and
 // both words in the status words for the host (ERR_MISMATCH), which raises the mismatch at the
 // next call. Blocks a peer did not launch (its count gave another grid) see the status word in
@@ -456,9 +456,9 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
     }
     __syncthreads();
     if (failed) return;
-    // 3. the peers' guard words (read like the inbox data: after the flags' acquire and the block barrier; the loads
-    // are in flight together with the first inbox loads), then reduce my inbox (rank order) into my output, unless
-    // a peer called something else
+    // 3. the peers' guard words (read like the inbox data: after the flags' acquire and the block barrier; needed only
+    // before the first store, so their loads may overlap the first inbox loads), then reduce my inbox (rank order)
+    // into my output, unless a peer called something else
     // (The whole line, four 16-byte loads without branches: my own column and those of absent ranks are never
     // written, so they hold 0, which matches anything.)
     int other = -1;  // the first peer whose call differs from mine
