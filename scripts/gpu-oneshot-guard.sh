@@ -11,7 +11,7 @@
 #   scripts/gpu-oneshot-guard.sh               run (ROUNDS=6 ITERS=2000 NGPUS=all OUT=/tmp/gpu-oneshot-guard)
 #   scripts/gpu-oneshot-guard.sh --summarize RAW   only summarize a raw file written by a run
 #
-# A run takes about 3-4 minutes on 4 GPUs with the defaults (each perf about 5 s). Output: $OUT/raw.txt (every
+# A run takes about 3-5 minutes on 4 GPUs with the defaults (24 perf runs of 16 sizes, each about 5-10 s). Output: $OUT/raw.txt (every
 # table, each row prefixed "layout variant round"), $OUT/summary.txt (printed at the end).
 set -u
 
@@ -96,7 +96,7 @@ for round in $(seq 1 "$ROUNDS"); do
                 args=(-np "$NGPUS" --device cuda)
             fi
             tmp=$(mktemp)
-            env "${env[@]}" timeout -k 10 120 "$JAVA" "${JOPTS[@]}" -jar "$cli" perf all_reduce "${args[@]}" -b 8 -e 256K -f 4 \
+            env "${env[@]}" timeout -k 10 120 "$JAVA" "${JOPTS[@]}" -jar "$cli" perf all_reduce "${args[@]}" -b 8 -e 256K -f 2 \
                 -w 200 -n "$ITERS" -c 1 > "$tmp" 2>&1
             rc=$?
             echo "## round $round layout $layout variant $v rc=$rc" >> "$raw"
