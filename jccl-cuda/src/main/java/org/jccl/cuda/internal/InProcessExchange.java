@@ -142,7 +142,9 @@ public final class InProcessExchange implements Exchange {
 
     @Override
     public void watch(int rank, java.util.function.Supplier<RuntimeException> check) {
-        watchers.set(rank, check);
+        if (rank < watchers.length()) {
+            watchers.set(rank, check);
+        }
     }
 
     @Override
@@ -188,7 +190,7 @@ public final class InProcessExchange implements Exchange {
             spins++;
             if (spins >= 2_000 && (spins & 127) == 0) {
                 RuntimeException stop = check == null ? null : check.get();
-                java.util.function.Supplier<RuntimeException> w = watchers.get(rank);
+                java.util.function.Supplier<RuntimeException> w = rank < watchers.length() ? watchers.get(rank) : null;
                 stop = stop != null ? stop : w == null ? null : w.get();
                 if (stop != null && !c.ok()) { // (the evidence of a check is published after what c waits for)
                     throw stop;
