@@ -464,20 +464,27 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
     // into my output, unless a peer called something else
     // (The whole line, four 16-byte loads without branches: my own column and those of absent ranks are never
     // written, so they hold 0, which matches anything.)
+    // The line's loads are issued here; the compare that waits for them runs after the first inbox loads of this
+    // thread are issued too (a warp issues in order and stalls at the first use of a pending load: comparing before
+    // the inbox loop put a whole memory latency, ~0.4 us, on the one-shot's path).
     int other = -1;  // the first peer whose call differs from mine
     uint64_t theirs = 0;
+    bool compared = guard == 0;
+    ulonglong2 w[JCCL_MAX_RANKS / 2];
     if (guard != 0) {
         const ulonglong2* line = (const ulonglong2*)((const uint64_t*)a.signal[a.rank] + guardLine);
-        ulonglong2 w[JCCL_MAX_RANKS / 2];
 #pragma unroll
         for (int k = 0; k < JCCL_MAX_RANKS / 2; k++) w[k] = line[k];
-#pragma unroll
-        for (int s = JCCL_MAX_RANKS - 1; s >= 0; s--) {
-            const uint64_t x = (s & 1) ? w[s / 2].y : w[s / 2].x;
-            const bool differs = x != 0 && x != guard;
-            other = differs ? s : other;
-            theirs = differs ? x : theirs;
-        }
+    }
+#define JCCL_ONESHOT_COMPARE()                                                   \
+    if (!compared) {                                                             \
+        compared = true;                                                         \
+        _Pragma("unroll") for (int s = JCCL_MAX_RANKS - 1; s >= 0; s--) {        \
+            const uint64_t g = (s & 1) ? w[s / 2].y : w[s / 2].x;                \
+            const bool differs = g != 0 && g != guard;                           \
+            other = differs ? s : other;                                         \
+            theirs = differs ? g : theirs;                                       \
+        }                                                                        \
     }
     for (uint64_t v = tid; v < nvec; v += stride) {
         uint4 x[JCCL_MAX_RANKS];
@@ -485,15 +492,19 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
         for (int s = 0; s < JCCL_MAX_RANKS; s++) {
             if (s < n) x[s] = ((const uint4*)a.myInbox[s])[v];
         }
+        JCCL_ONESHOT_COMPARE()
         if (other >= 0) break;
         ((uint4*)a.out)[v] = combine_vec<T, OP>(x, n, a.divisor);
     }
     for (uint64_t i = nvec * N + tid; i < count; i += stride) {
         A acc = widen<T>(((const T*)a.myInbox[0])[i]);
         for (int s = 1; s < n; s++) acc = combine<OP, A>(acc, widen<T>(((const T*)a.myInbox[s])[i]));
+        JCCL_ONESHOT_COMPARE()
         if (other >= 0) break;
         ((T*)a.out)[i] = narrow<T>(finish<OP, A>(acc, a.divisor));
     }
+    JCCL_ONESHOT_COMPARE()  // a thread without elements still reports (thread 0 of every block)
+#undef JCCL_ONESHOT_COMPARE
     if (other >= 0 && threadIdx.x == 0) {
         report_mismatch(a.status, a.epoch, other, theirs, guard);
     }
