@@ -37,6 +37,9 @@
                                                               // freed, [6184 + src] done
 #define SIG_RING_ARRIVED 6208                                 // [block]: ring transfers landed here, stored by the predecessor
 #define SIG_RING_FREED 6464                                   // [block]: stored by the successor (its kernel runs; slots it emptied)
+#define SIG_GUARD 8192                                        // [epoch parity][block][src rank]: the one-shot's mismatch guard
+                                                              // words (org.jccl.internal.runtime.OpGuard), stored by the source
+#define SIG_WORDS (SIG_GUARD + 2 * JCCL_MAX_BLOCKS * JCCL_MAX_RANKS)  // words of each rank's signal area (96 KiB)
 
 // Args.mode bits
 #define MODE_START 1      // start barrier
@@ -48,9 +51,11 @@
 #define MODE_WARPS 64     // bcast chain: every warp is its own pipeline (own part, own flag), not every block
 #define MODE_ROLES 128    // bcast chain: per block, copying warps plus a poller and a signaller warp (no end barrier)
 
-// Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block
+// Status words (host-mapped): [0] error code, [1] epoch, [2] peer waited for, [3] block; for ERR_MISMATCH also
+// [4] the peer's guard word and [5] this rank's (the host decodes them: org.jccl.cuda.internal.KernelStatus)
 #define ERR_ABORTED 1
 #define ERR_TIMEOUT 2
+#define ERR_MISMATCH 3
 
 struct Args {
     uint64_t src[JCCL_MAX_RANKS];
@@ -76,6 +81,16 @@ struct Args {
 // per-block flags (the START slots) suffice. A peer reuses an inbox slot two operations later,
 // only after this rank's kernel for the operation in between has started, i.e. after this
 // rank finished reading it.
+//
+// Mismatch guard: nothing is exchanged on the host, so the kernels compare the calls. Beside each
+// flag a rank stores its call's guard word (guard != 0) into the peer's SIG_GUARD slot of the
+// epoch's parity (the same lifetime as the inbox slot), first thing in the kernel, before the fence that precedes the flag.
+// After the flags, every thread loads the block's guard line (every source's word, one 64-byte
+// line) before its inbox data, needed only before its first store; when a peer's word differs from this rank's, no thread
+// stores any output (the receive buffer keeps what it held), and thread 0 records the peer and
+// both words in the status words for the host (ERR_MISMATCH), which raises the mismatch at the
+// next call. Blocks a peer did not launch (its count gave another grid) see the status word in
+// their wait and leave. A word of 0 (JCCL_CHECK=none) is neither stored nor compared.
 struct OneShotArgs {
     uint64_t in;
     uint64_t out;
@@ -91,6 +106,7 @@ struct OneShotArgs {
     int32_t nranks;
     int32_t divisor;
     int32_t vec;
+    uint64_t guard;      // this call's mismatch guard word; 0: not compared (JCCL_CHECK=none)
 };
 
 // Two-shot all-reduce by stores only: phase 1 stores slice q of my input into rank q's scratch
@@ -163,7 +179,8 @@ static_assert(offsetof(Args, dst) == 64 && offsetof(Args, signal) == 128 && offs
 static_assert(offsetof(Args, count) == 208 && offsetof(Args, nsrc) == 232 && offsetof(Args, divisor) == 252, "Args layout");
 static_assert(sizeof(Args) == 256, "Args size");
 static_assert(offsetof(OneShotArgs, signal) == 144 && offsetof(OneShotArgs, count) == 224 && offsetof(OneShotArgs, rank) == 248, "OneShotArgs layout");
-static_assert(sizeof(OneShotArgs) == 264, "OneShotArgs size");
+static_assert(offsetof(OneShotArgs, guard) == 264 && sizeof(OneShotArgs) == 272, "OneShotArgs size");
+static_assert(SIG_RING_FREED + JCCL_MAX_BLOCKS <= SIG_GUARD && SIG_WORDS == 12288, "signal area layout");
 static_assert(offsetof(PushArgs, signal) == 208 && offsetof(PushArgs, count) == 288 && offsetof(PushArgs, rank) == 320, "PushArgs layout");
 static_assert(sizeof(PushArgs) == 336, "PushArgs size");
 static_assert(offsetof(FlagArgs, setValue) == 192 && offsetof(FlagArgs, waitPeer) == 232 && offsetof(FlagArgs, nwait) == 268,
@@ -205,6 +222,19 @@ __device__ void report(uint64_t status, uint64_t code, uint64_t epoch, int peer)
         s[1] = epoch;
         s[2] = (uint64_t)peer;
         s[3] = blockIdx.x;
+        __threadfence_system();
+    }
+}
+
+// Records a mismatch found by the one-shot's guard: the peer, its word and this rank's.
+__device__ void report_mismatch(uint64_t status, uint64_t epoch, int peer, uint64_t theirs, uint64_t mine) {
+    uint64_t* s = (uint64_t*)status;
+    if (atomicCAS((unsigned long long*)s, 0ull, (unsigned long long)ERR_MISMATCH) == 0ull) {
+        s[1] = epoch;
+        s[2] = (uint64_t)peer;
+        s[3] = blockIdx.x;
+        s[4] = theirs;
+        s[5] = mine;
         __threadfence_system();
     }
 }
@@ -396,6 +426,12 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
     const int n = a.nranks;
     const uint64_t nvec = a.vec ? count / N : 0;
     if (threadIdx.x == 0) failed = 0;
+    // 0. my guard word into every peer's guard line, first: a remote store issued here is acknowledged while the pushes
+    // below run, so the fence before the flag does not wait a fresh NVLink round trip for it (stored right before the
+    // fence it cost ~0.5 us of a 6 us one-shot on 4x H200). Same lifetime as the inbox slot of this epoch's parity.
+    const uint64_t guard = a.guard;
+    const uint64_t guardLine = SIG_GUARD + ((a.epoch & 1) * JCCL_MAX_BLOCKS + blockIdx.x) * JCCL_MAX_RANKS;
+    if (guard != 0 && threadIdx.x < n && threadIdx.x != a.rank) ((uint64_t*)a.signal[threadIdx.x])[guardLine + a.rank] = guard;
     // 1. push my input into every peer's inbox
     for (uint64_t v = tid; v < nvec; v += stride) {
         uint4 x = ((const uint4*)a.in)[v];
@@ -411,7 +447,7 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
         }
     }
     __syncthreads();
-    // 2. signal every peer, wait for every peer
+    // 2. signal every peer (my guard word and pushes ordered before the flag by the same fence), wait for every peer
     if (threadIdx.x < n && threadIdx.x != a.rank) {
         int q = threadIdx.x;
         __threadfence_system();
@@ -423,19 +459,76 @@ template <typename T, int OP> __device__ __forceinline__ void oneshot_body(const
     }
     __syncthreads();
     if (failed) return;
-    // 3. reduce my inbox (rank order) into my output
+    // 3. the peers' guard words (read like the inbox data: after the flags' acquire and the block barrier; needed only
+    // before the first store, so their loads may overlap the first inbox loads), then reduce my inbox (rank order)
+    // into my output, unless a peer called something else
+    // (The whole line, four 16-byte loads without branches: my own column and those of absent ranks are never
+    // written, so they hold 0, which matches anything.)
+    // The line's loads are issued here; the compare that waits for them runs after the first inbox loads of this
+    // thread are issued too (a warp issues in order and stalls at the first use of a pending load: comparing before
+    // the inbox loop put a whole memory latency, ~0.4 us, on the one-shot's path).
+    int other = -1;  // the first peer whose call differs from mine
+    uint64_t theirs = 0;
+    bool compared = guard == 0;
+    ulonglong2 w[JCCL_MAX_RANKS / 2];
+    if (guard != 0) {
+        const ulonglong2* line = (const ulonglong2*)((const uint64_t*)a.signal[a.rank] + guardLine);
+#pragma unroll
+        for (int k = 0; k < JCCL_MAX_RANKS / 2; k++) w[k] = line[k];
+    }
+#define JCCL_ONESHOT_COMPARE()                                                   \
+    if (!compared) {                                                             \
+        compared = true;                                                         \
+        _Pragma("unroll") for (int s = JCCL_MAX_RANKS - 1; s >= 0; s--) {        \
+            const uint64_t g = (s & 1) ? w[s / 2].y : w[s / 2].x;                \
+            const bool differs = g != 0 && g != guard;                           \
+            other = differs ? s : other;                                         \
+            theirs = differs ? g : theirs;                                       \
+        }                                                                        \
+    }
     for (uint64_t v = tid; v < nvec; v += stride) {
         uint4 x[JCCL_MAX_RANKS];
 #pragma unroll
         for (int s = 0; s < JCCL_MAX_RANKS; s++) {
             if (s < n) x[s] = ((const uint4*)a.myInbox[s])[v];
         }
+        JCCL_ONESHOT_COMPARE()
+        if (other >= 0) break;
         ((uint4*)a.out)[v] = combine_vec<T, OP>(x, n, a.divisor);
     }
     for (uint64_t i = nvec * N + tid; i < count; i += stride) {
         A acc = widen<T>(((const T*)a.myInbox[0])[i]);
         for (int s = 1; s < n; s++) acc = combine<OP, A>(acc, widen<T>(((const T*)a.myInbox[s])[i]));
+        JCCL_ONESHOT_COMPARE()
+        if (other >= 0) break;
         ((T*)a.out)[i] = narrow<T>(finish<OP, A>(acc, a.divisor));
+    }
+    JCCL_ONESHOT_COMPARE()  // a thread without elements still reports (thread 0 of every block)
+#undef JCCL_ONESHOT_COMPARE
+    if (other >= 0 && threadIdx.x == 0) {
+        report_mismatch(a.status, a.epoch, other, theirs, guard);
+    }
+}
+
+// Releases the one-shot all-reduce kernels that wait at operation `epoch` for this rank, whose call
+// there exchanged records on the host instead (it differs from theirs, or its settings chose another
+// algorithm; the host found that and raised the mismatch): for every block slot, stores this rank's
+// guard word (a.count, bit 0 set: "did not run the one-shot") into its column of every peer's guard
+// line of the epoch's parity, then the epoch into its column of the peer's START flags. The waiting
+// kernels find a word that is not theirs, write no output and record the mismatch; peers not in a
+// one-shot at that epoch launch nothing there (every rank's call at that epoch fails on the host).
+// Queued on the failing call's stream, after this rank's earlier kernels, whose START flags it must
+// not overtake. One block of JCCL_MAX_BLOCKS threads; waits for nothing.
+extern "C" __global__ void __launch_bounds__(512) jccl_oneshot_release(Args a) {
+    const int b = threadIdx.x;
+    if (b >= JCCL_MAX_BLOCKS) return;
+    const uint64_t line = SIG_GUARD + ((a.epoch & 1) * JCCL_MAX_BLOCKS + b) * JCCL_MAX_RANKS;
+    for (int q = 0; q < a.nranks; q++) {
+        if (q != a.rank) ((uint64_t*)a.signal[q])[line + a.rank] = a.count;
+    }
+    __threadfence_system();
+    for (int q = 0; q < a.nranks; q++) {
+        if (q != a.rank) st_release_sys((uint64_t*)a.signal[q] + SIG_START + b * JCCL_MAX_RANKS + a.rank, a.epoch);
     }
 }
 

@@ -20,6 +20,7 @@ import org.jccl.cuda.internal.Exchange;
 import org.jccl.cuda.internal.InProcessExchange;
 import org.jccl.cuda.internal.IpcExchange;
 import org.jccl.cuda.internal.KernelArgs;
+import org.jccl.cuda.internal.KernelStatus;
 import org.jccl.cuda.internal.Kernels;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
@@ -51,8 +52,11 @@ import org.jccl.internal.topo.GpuMapping;
  */
 public final class CudaCommunicator implements DeviceCommunicator {
     private static final int MAX_RANKS = KernelArgs.MAX_RANKS;
-    /** Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words; 64 KiB; then the one-shot inbox. */
-    private static final long SIGNAL_BYTES = 64 * 1024;
+    /**
+     * Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words, pipeline flags (64 KiB), then the
+     * one-shot's mismatch guard words [parity][block][src] (32 KiB); then the one-shot inbox.
+     */
+    private static final long SIGNAL_BYTES = 8L * KernelArgs.SIG_WORDS;
     private static final long SELFTEST_WORD = 4200;
     /** Broadcasts up to this many bytes use the spread kernel by default. */
     private static final long BCAST_PULL_MIN = 512 << 10;
@@ -175,6 +179,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
         args.common(abortDev, statusDev, timeoutNs, rank, size);
         p2pArgs.p2pCommon(abortDev, statusDev, timeoutNs, rank);
+        if (staging == null) {
+            // A wait on the host for a peer's record ends when this rank's kernels have failed (the one-shot's guard found
+            // a mismatch): the peer failed at that operation too and publishes nothing more.
+            exchange.watch(rank, () -> {
+                JcclException f = failureNow();
+                return f == null ? null : reportFailure("GPU collective", f);
+            });
+        }
     }
 
     // ================================================================== creation
@@ -510,9 +522,11 @@ public final class CudaCommunicator implements DeviceCommunicator {
         int es = t.size();
         MemorySegment fn = kernels.reduce(t, op);
         if (oneShot) {
-            // No peer reads this rank's buffers: nothing to exchange but the epoch.
+            // No peer reads this rank's buffers: nothing to exchange but the epoch. The kernels compare the guard words
+            // (jccl_kernels.cu, oneshot_body); the exchange gets a note, for peers whose call exchanges records.
             MemorySegment os = kernels.oneShot(t, op);
-            submitCollective("allReduce", 0, 0, 0, stream, peers -> {
+            long g = guard("allReduce", count, t, op, -1);
+            submitCollective("allReduce", g, 0, 0, stream, peers -> {
                 long e = currentEpoch;
                 long parity = e & 1;
                 for (int q = 0; q < size; q++) {
@@ -520,7 +534,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
                             q == rank ? send.address() : inbox(signal, parity, q));
                 }
                 boolean vec = (send.address() | recv.address()) % 16 == 0;
-                oneShotArgs.oneShotOp(send.address(), recv.address(), count, e, vec);
+                oneShotArgs.oneShotOp(send.address(), recv.address(), count, e, vec, g);
                 CudaDriver.launchKernel(os, blocksFor(t.bytes(count)), Kernels.THREADS, 0, stream.handle(), oneShotArgs.params(),
                         "allReduce one-shot");
             });
@@ -1492,9 +1506,22 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     c.exchange.flush(c.rank);
                 }
             }
-            // Phase 2: resolve the peers' addresses and launch.
+            // Phase 2: resolve the peers' addresses and launch. A mismatch found for one communicator does not stop the
+            // others' launches: each reaches its own verdict (its call fails on the host, or its one-shot kernel finds the
+            // mismatch), so none is left unaware with a peer that failed; the first mismatch is thrown after them.
+            JcclException mismatch = null;
             for (Runnable r : g.launch) {
-                r.run();
+                try {
+                    r.run();
+                } catch (JcclException x) {
+                    if (x.code() != ErrorCode.MISMATCH) {
+                        throw x;
+                    }
+                    mismatch = mismatch == null ? x : mismatch;
+                }
+            }
+            if (mismatch != null) {
+                throw mismatch;
             }
             for (int i = 0; i < g.p2pComms.size(); i++) {
                 CudaCommunicator c = g.p2pComms.get(i);
@@ -1520,8 +1547,11 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /**
      * Queues (in a group) or runs one collective that uses {@code epochs} consecutive epochs (one per
      * kernel). {@code guard}: the mismatch guard's word of the call ({@link #guard}), published with
-     * the buffers and compared by every rank before it launches (operations that exchange nothing, the
-     * one-shot all-reduce, carry none: see docs/ARCHITECTURE.md "The mismatch guard").
+     * the buffers and compared by every rank before it launches. The one-shot all-reduce (in = out = 0)
+     * exchanges nothing: its kernels compare the words, and the exchange gets a note of the call, which
+     * a peer whose call exchanges records finds while it waits for this rank's (see docs/ARCHITECTURE.md
+     * "The mismatch guard"). A mismatch found on the host fails the communicator and releases the
+     * peers' one-shot kernels that may wait for this rank at that operation ({@link #releaseOneShots}).
      */
     private void submitCollective(String what, long guard, long in, long out, CudaStream stream, int epochs, Launch l) {
         GroupState g = GROUP.get();
@@ -1535,10 +1565,22 @@ public final class CudaCommunicator implements DeviceCommunicator {
         Runnable publish = () -> {
             if (exchanged) {
                 exchange.publishCollective(rank, e, in, out, guard);
+            } else if (guard != 0) {
+                exchange.noteOneShot(rank, e, guard);
             }
         };
         Runnable launch = () -> {
-            long[] peers = exchanged ? exchange.resolveCollective(rank, e) : null;
+            long[] peers = null;
+            if (exchanged) {
+                try {
+                    peers = exchange.resolveCollective(rank, e);
+                } catch (JcclException x) {
+                    if (x.code() == ErrorCode.MISMATCH && failure == null) {
+                        mismatchOnHost(x, e, guard, stream);
+                    }
+                    throw x;
+                }
+            }
             synchronized (this) {
                 checkUsable(what);
                 device.makeCurrent();
@@ -1616,32 +1658,123 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     // ================================================================== checks
 
+    /**
+     * Throws when the communicator cannot take {@code what}: closed, aborted, or failed. A failure (a
+     * kernel's, recorded in the status words, or a mismatch found on the host) is thrown as it is by
+     * the first call that meets it; later calls throw an exception of the same kind naming it.
+     */
     private void checkUsable(String what) {
         if (closed) {
             throw new InvalidUsageException(what + ": the GPU communicator is closed");
         }
-        long code = hostWords.get(ValueLayout.JAVA_LONG, 8);
-        if (code != 0 && !aborted) {
-            long e = hostWords.get(ValueLayout.JAVA_LONG, 16);
-            long peer = hostWords.get(ValueLayout.JAVA_LONG, 24);
-            String why = code == 1 ? "was aborted"
-                    : "waited " + timeoutNs / 1_000_000_000L + " s for rank " + peer + " (JCCL_CUDA_WAIT_TIMEOUT) and gave up: rank "
-                    + peer + " never reached the same operation (it died, hangs, or called a different sequence of collectives)";
-            aborted = true;
-            exchange.abort();
-            throw new CudaException("rank " + rank + " (" + device + "): GPU operation #" + e + " " + why
-                    + "; this communicator is unusable now, create a new one");
+        JcclException f = failureNow();
+        if (f != null) {
+            throw reportFailure(what, f);
         }
         if (aborted) {
             throw new JcclException(ErrorCode.ABORTED, what + ": the GPU communicator was aborted");
         }
     }
 
+    /**
+     * The communicator's failure: the one recorded first, else one a kernel has recorded in the status
+     * words by now (recorded here), else null. After abort() by the user, kernels that gave up are no
+     * failure.
+     */
+    private JcclException failureNow() {
+        JcclException f = failure;
+        if (f != null || aborted) {
+            return f;
+        }
+        if (KernelStatus.code(hostWords) == 0) {
+            return null;
+        }
+        return recordFailure(KernelStatus.decode(hostWords, rank, device.toString(), timeoutNs));
+    }
+
+    /** Makes {@code f} the communicator's failure unless one is recorded already; returns the one recorded. */
+    private synchronized JcclException recordFailure(JcclException f) {
+        if (failure == null) {
+            failure = f;
+            aborted = true;
+            if (f.code() != ErrorCode.MISMATCH) {
+                // waits on the host for peers that may never come end now (a mismatch: every rank finds it itself)
+                exchange.abort();
+            }
+        }
+        return failure;
+    }
+
+    /** The exception a call meeting failure {@code f} throws: {@code f} itself the first time, then one naming it. */
+    private synchronized JcclException reportFailure(String what, JcclException f) {
+        if (!failureThrown) {
+            failureThrown = true;
+            return f;
+        }
+        String m = what + ": the GPU communicator of rank " + rank + " failed earlier and is unusable (create a new one): "
+                + f.getMessage();
+        if (f instanceof CudaException) {
+            return new CudaException(m);
+        }
+        if (f instanceof InvalidUsageException) {
+            return new InvalidUsageException(f.code(), m);
+        }
+        return new JcclException(f.code(), m);
+    }
+
+    /** The first failure (null: none yet); set once, by {@link #recordFailure}. */
+    private volatile JcclException failure;
+    /** Whether a call has thrown {@link #failure} itself (later ones throw an exception naming it). */
+    private boolean failureThrown;
+
+    /**
+     * The host found a mismatch at operation {@code e} (this rank's guard word {@code guard}): fails the
+     * communicator and, when a peer ran that operation as a one-shot all-reduce ({@link
+     * Exchange.OneShotPeer}: its kernel waits for this rank), releases the peers' one-shot kernels.
+     */
+    private void mismatchOnHost(JcclException x, long e, long guard, CudaStream stream) {
+        synchronized (this) {
+            recordFailure(x);
+            failureThrown = true;
+        }
+        if (x instanceof Exchange.OneShotPeer) {
+            releaseOneShots(e, guard, stream);
+        }
+    }
+
+    /**
+     * Queues jccl_oneshot_release on {@code stream} (after this rank's earlier kernels): every peer's
+     * one-shot kernel of operation {@code e}, which waits for a flag this rank will never store, finds
+     * this rank's word with {@link KernelStatus#RELEASED} instead, writes nothing and records the
+     * mismatch. Every rank whose call of that operation exchanges records waits for the one-shot
+     * peer's record, finds its note and fails there, so no other kernel of {@code e} runs anywhere and
+     * the flags stored for {@code e} meet only one-shot kernels. Nothing with JCCL_CHECK=none (guard 0),
+     * alone, or staged.
+     */
+    private synchronized void releaseOneShots(long e, long guard, CudaStream stream) {
+        if (guard == 0 || size < 2 || kernels == null || closed) {
+            return;
+        }
+        try {
+            device.makeCurrent();
+            args.op(guard | KernelStatus.RELEASED, e, 0, 0, 0, size);
+            CudaDriver.launchKernel(kernels.oneShotRelease, 1, KernelArgs.MAX_BLOCKS, 0, stream.handle(), args.params(),
+                    "jccl_oneshot_release");
+        } catch (CudaException c) {
+            Log.warn(Log.Subsys.COLL, rank, "releasing the peers' one-shot kernels of GPU operation #" + e + " failed: " + c.getMessage()
+                    + "; they end at JCCL_CUDA_WAIT_TIMEOUT");
+        }
+    }
+
     private void fail(ErrorCode code, String message) {
-        aborted = true;
         hostWords.set(ValueLayout.JAVA_LONG, 0, 1);
+        JcclException x = new JcclException(code, "rank " + rank + ": " + message);
+        synchronized (this) {
+            recordFailure(x);
+            failureThrown = true;
+        }
         exchange.abort();
-        throw new JcclException(code, "rank " + rank + ": " + message);
+        throw x;
     }
 
     private static boolean overlaps(long a, long alen, long b, long blen) {
@@ -1658,16 +1791,16 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     // ================================================================== lifecycle
 
-    /** The first failure a kernel reported, as an exception, or null. Does not throw. */
-    public CudaException asyncError() {
-        try {
-            checkUsable("asyncError");
-            return null;
-        } catch (CudaException e) {
-            return e;
-        } catch (JcclException e) {
-            return null;
-        }
+    /**
+     * The communicator's failure, or null; does not throw and does not wait (ncclCommGetAsyncError's
+     * analogue). GPU calls return before their kernels run, so a failure found by a kernel shows here
+     * once the kernel has recorded it: a {@link CudaException} when a kernel gave up waiting for a peer
+     * (JCCL_CUDA_WAIT_TIMEOUT), an {@link InvalidUsageException} with {@link ErrorCode#MISMATCH} when
+     * the mismatch guard found that ranks called different collectives (in the one-shot all-reduce
+     * kernel, or on the host). Null after {@link #abort()} without another failure.
+     */
+    public JcclException asyncError() {
+        return failureNow();
     }
 
     @Override
@@ -1682,20 +1815,24 @@ public final class CudaCommunicator implements DeviceCommunicator {
         }
     }
 
+    /**
+     * Releases the communicator once the device is idle. A failure that its kernels recorded and that
+     * no call has reported yet (e.g. a mismatched one-shot all-reduce as the last call) is thrown here,
+     * after everything is released, so that it is never silent.
+     */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
+        JcclException unreported = null;
         try {
             device.makeCurrent();
-            if (!aborted) {
-                CudaDriver.ctxSynchronize();
-            } else {
-                // Kernels that wait on peers return once they see the abort word.
-                CudaDriver.ctxSynchronize();
-            }
+            // Kernels that wait on peers return once they see the abort word, a failure in the status words or the deadline.
+            CudaDriver.ctxSynchronize();
+            JcclException f = failureNow();
+            unreported = f != null && !failureThrown ? f : null;
             if (scratch != 0) {
                 CudaDriver.memFree(scratch);
             }
@@ -1720,6 +1857,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
         } finally {
             arena.close();
+        }
+        if (unreported != null) {
+            failureThrown = true;
+            throw unreported;
         }
     }
 }

@@ -51,7 +51,7 @@ class CudaKernelsTest {
     void everyKernelTheJavaSideLooksUpIsInTheSource() throws IOException {
         String cu = Files.readString(SOURCES.resolve("jccl_kernels.cu"));
         for (String name : List.of("jccl_copy", "jccl_p2p", "jccl_reduce_##TNAME##_##OPNAME", "jccl_oneshot_##TNAME##_##OPNAME",
-                "jccl_push_##TNAME##_##OPNAME")) {
+                "jccl_push_##TNAME##_##OPNAME", "jccl_oneshot_release")) {
             assertTrue(cu.contains(name), name + " is missing from jccl_kernels.cu");
         }
     }

@@ -704,7 +704,8 @@ class GpuCollectivesTest {
      * with a MISMATCH naming both calls (the guard word travels in the per-operation records: the
      * in-process exchange of createAll, the shared-memory mailbox of create(host, device)), before any
      * kernel runs: the receive buffers keep their poison and the streams stay idle. The one-shot
-     * all-reduce (up to JCCL_CUDA_ONESHOT_MAX) exchanges no record and is not covered here.
+     * all-reduce (up to JCCL_CUDA_ONESHOT_MAX) exchanges no record: its kernels compare the words,
+     * {@link #oneShotMismatchFailsOnEveryRankWithoutWriting}.
      */
     @Order(6)
     @ParameterizedTest(name = "{0}")
@@ -810,6 +811,298 @@ class GpuCollectivesTest {
         if (!problems.isEmpty()) {
             fail(problems.size() + " mismatch problem(s):\n  " + String.join("\n  ", problems));
         }
+    }
+
+    /**
+     * One mismatched call of the one-shot test: the last rank calls {@code deviant}, the others {@code
+     * agreed}; {@code settings}: the same call, run by different algorithms (the last rank's
+     * JCCL_CUDA_ONESHOT_MAX is below its size); {@code style}: one thread per rank, or one thread
+     * issuing every rank's call inside one group.
+     */
+    private record OneShotCase(String what, String agreed, String deviant, boolean settings, Style style, RankSet.RankCall call) {
+    }
+
+    static Stream<Arguments> oneShotMismatchPaths() {
+        return Stream.of(Arguments.of("createAll"), Arguments.of("create(host)"));
+    }
+
+    /**
+     * The mismatch guard of the one-shot all-reduce (sizes up to JCCL_CUDA_ONESHOT_MAX, 256 KiB), which
+     * exchanges no record on the host: its kernels compare the guard words stored beside their flags.
+     * On up to 4 GPUs the last rank calls something else: counts by one element, counts that give
+     * another grid (either way), float32 vs int32, sum vs max; a count above the one-shot size
+     * (push all-reduce, which exchanges records), a broadcast, and (create(host)) the same call with a
+     * lower JCCL_CUDA_ONESHOT_MAX on that rank only; createAll also with every rank's call issued by one
+     * thread in one group (there rank 0 calls the push all-reduce, so its launch meets the others' notes
+     * before their one-shot kernels are launched). Every rank must get a MISMATCH naming both calls: a rank whose call exchanges
+     * records from that call itself, the others from asyncError() once their streams are idle and from
+     * their next call (then every later call names it too); no stream may stay busy (no kernel waits
+     * for a peer that never comes), no receive buffer may be written, close() must work. Control:
+     * with JCCL_CHECK=none the same sum vs max pair completes without any error (createAll).
+     */
+    @Order(6)
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("oneShotMismatchPaths")
+    @Tag("errors")
+    @Timeout(value = 600, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void oneShotMismatchFailsOnEveryRankWithoutWriting(String path) throws Exception {
+        skipUnless(Backend.JCCL);
+        Assumptions.assumeTrue(Cuda.deviceCount() >= 2, "skipped: needs 2 GPUs");
+        GpuEnv.closeAll();
+        int n = Math.min(4, Cuda.deviceCount());
+        int last = n - 1;
+        List<CudaDevice> devices = GpuEnv.devices(n);
+        long small = 4099; // 16 KiB of floats: 2 blocks
+        long tiny = 1000; // 1 block
+        long within = 60_000; // 240 KB of floats: within the one-shot size, 15 blocks
+        long above = 70_000; // 280 KB: the push all-reduce
+        DataType f = DataType.FLOAT32;
+        List<OneShotCase> cases = new ArrayList<>();
+        cases.add(new OneShotCase("count by one", described("allReduce", small, f, ReduceOp.SUM, -1),
+                described("allReduce", small + 1, f, ReduceOp.SUM, -1), false, Style.THREADS, (rank, c, s) -> {
+                    long k = rank == last ? small + 1 : small;
+                    c.allReduce(oneShotBuf(rank, 0).slice(0, k), oneShotBuf(rank, 1).slice(0, k), ReduceOp.SUM, s);
+                }));
+        cases.add(new OneShotCase("count with a larger grid on the last rank", described("allReduce", tiny, f, ReduceOp.SUM, -1),
+                described("allReduce", within, f, ReduceOp.SUM, -1), false, Style.THREADS, (rank, c, s) -> {
+                    long k = rank == last ? within : tiny;
+                    c.allReduce(oneShotBuf(rank, 0).slice(0, k), oneShotBuf(rank, 1).slice(0, k), ReduceOp.SUM, s);
+                }));
+        cases.add(new OneShotCase("count with a smaller grid on the last rank", described("allReduce", within, f, ReduceOp.SUM, -1),
+                described("allReduce", tiny, f, ReduceOp.SUM, -1), false, Style.THREADS, (rank, c, s) -> {
+                    long k = rank == last ? tiny : within;
+                    c.allReduce(oneShotBuf(rank, 0).slice(0, k), oneShotBuf(rank, 1).slice(0, k), ReduceOp.SUM, s);
+                }));
+        cases.add(new OneShotCase("float32 vs int32", described("allReduce", small, f, ReduceOp.SUM, -1),
+                described("allReduce", small, DataType.INT32, ReduceOp.SUM, -1), false, Style.THREADS, (rank, c, s) -> {
+                    DataType t = rank == last ? DataType.INT32 : f;
+                    c.allReduce(oneShotBuf(rank, 0).as(t, small), oneShotBuf(rank, 1).as(t, small), ReduceOp.SUM, s);
+                }));
+        cases.add(new OneShotCase("sum vs max", described("allReduce", small, f, ReduceOp.SUM, -1),
+                described("allReduce", small, f, ReduceOp.MAX, -1), false, Style.THREADS, (rank, c, s) -> c.allReduce(
+                        oneShotBuf(rank, 0).slice(0, small), oneShotBuf(rank, 1).slice(0, small), rank == last ? ReduceOp.MAX : ReduceOp.SUM, s)));
+        RankSet.RankCall straddle = (rank, c, s) -> {
+            long k = rank == last ? above : within;
+            c.allReduce(oneShotBuf(rank, 0).slice(0, k), oneShotBuf(rank, 1).slice(0, k), ReduceOp.SUM, s);
+        };
+        cases.add(new OneShotCase("one-shot vs push (count above the one-shot size)", described("allReduce", within, f, ReduceOp.SUM, -1),
+                described("allReduce", above, f, ReduceOp.SUM, -1), false, Style.THREADS, straddle));
+        cases.add(new OneShotCase("one-shot all-reduce vs broadcast", described("allReduce", small, f, ReduceOp.SUM, -1),
+                described("broadcast", small, f, null, 0), false, Style.THREADS, (rank, c, s) -> {
+                    if (rank == last) {
+                        c.broadcast(oneShotBuf(rank, 0).slice(0, small), oneShotBuf(rank, 1).slice(0, small), 0, s);
+                    } else {
+                        c.allReduce(oneShotBuf(rank, 0).slice(0, small), oneShotBuf(rank, 1).slice(0, small), ReduceOp.SUM, s);
+                    }
+                }));
+        if (path.equals("createAll")) {
+            RankSet.RankCall byOne = cases.get(0).call();
+            cases.add(new OneShotCase("count by one, one thread, one group", cases.get(0).agreed(), cases.get(0).deviant(), false,
+                    Style.GROUP, byOne));
+            // rank 0 deviates here: its launch (which finds the others' notes) comes before theirs
+            cases.add(new OneShotCase("one-shot vs push on rank 0, one thread, one group", cases.get(5).agreed(), cases.get(5).deviant(),
+                    false, Style.GROUP, (rank, c, s) -> {
+                        long k = rank == 0 ? above : within;
+                        c.allReduce(oneShotBuf(rank, 0).slice(0, k), oneShotBuf(rank, 1).slice(0, k), ReduceOp.SUM, s);
+                    }));
+        } else {
+            String call = described("allReduce", within, f, ReduceOp.SUM, -1);
+            cases.add(new OneShotCase("the same call, JCCL_CUDA_ONESHOT_MAX=64K on the last rank only", call, call, true, Style.THREADS,
+                    (rank, c, s) -> c.allReduce(oneShotBuf(rank, 0).slice(0, within), oneShotBuf(rank, 1).slice(0, within), ReduceOp.SUM, s)));
+        }
+        List<String> problems = new ArrayList<>();
+        for (OneShotCase m : cases) {
+            String label = path + " x" + n + " " + m.what();
+            org.jccl.Config base = org.jccl.Config.fromEnvironment();
+            List<org.jccl.Config> configs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                configs.add(m.settings() && r == last ? base.with("JCCL_CUDA_ONESHOT_MAX", "65536") : base);
+            }
+            long t0 = System.nanoTime();
+            List<String> found = oneShotMismatchCase(path, devices, configs, m, label, above + 16);
+            problems.addAll(found);
+            System.out.printf(Locale.ROOT, "one-shot mismatch %s: %s, %.1f s%n", label, found.isEmpty() ? "ok" : found.size() + " problem(s)",
+                    (System.nanoTime() - t0) / 1e9);
+        }
+        if (path.equals("createAll")) {
+            // Control: with the guard off the kernels compare nothing, so the same pair completes without an error.
+            org.jccl.Config none = org.jccl.Config.fromEnvironment().with("JCCL_CHECK", "none");
+            List<DeviceCommunicator> comms = RankSet.withDeadline("createAll", GpuEnv.CREATE_TIMEOUT,
+                    () -> List.copyOf(CudaCommunicator.createAll(devices, none)));
+            try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {
+                allocateOneShotBuffers(set, devices, above + 16);
+                Map<String, Throwable> errors = set.run(Style.THREADS, cases.get(4).call(), Duration.ofSeconds(60));
+                for (int r = 0; r < n; r++) {
+                    CudaCommunicator c = (CudaCommunicator) set.comm(r);
+                    if (errors.containsKey("rank " + r) || c.asyncError() != null) {
+                        problems.add("JCCL_CHECK=none sum vs max: rank " + r + " reported an error although the guard is off: "
+                                + errors.get("rank " + r) + " / " + c.asyncError());
+                    }
+                }
+                Map<String, Throwable> next = set.run(Style.THREADS, (rank, c, s) -> c.allReduce(oneShotBuf(rank, 0).slice(0, 8),
+                        oneShotBuf(rank, 1).slice(0, 8), ReduceOp.SUM, s), Duration.ofSeconds(60));
+                if (!next.isEmpty()) {
+                    problems.add("JCCL_CHECK=none: the next all-reduce failed: " + next);
+                }
+            } finally {
+                freeOneShotBuffers();
+            }
+        }
+        if (!problems.isEmpty()) {
+            fail(problems.size() + " one-shot mismatch problem(s):\n  " + String.join("\n  ", problems));
+        }
+    }
+
+    /** Runs one case of {@link #oneShotMismatchFailsOnEveryRankWithoutWriting} on fresh communicators; returns its problems. */
+    private static List<String> oneShotMismatchCase(String path, List<CudaDevice> devices, List<org.jccl.Config> configs, OneShotCase m,
+                                                    String label, long elements) throws Exception {
+        int n = devices.size();
+        List<String> problems = new ArrayList<>();
+        List<Communicator> hosts = path.equals("createAll") ? List.of() : Jccl.initLocal(n);
+        List<DeviceCommunicator> comms = path.equals("createAll")
+                ? RankSet.withDeadline("createAll", GpuEnv.CREATE_TIMEOUT, () -> List.copyOf(CudaCommunicator.createAll(devices, configs.get(0))))
+                : createWithConfigs(hosts, devices, configs);
+        try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {
+            allocateOneShotBuffers(set, devices, elements);
+            Map<String, Throwable> atCall;
+            try {
+                atCall = set.run(m.style(), m.call(), Duration.ofSeconds(60));
+            } catch (RankSet.Broken e) {
+                problems.add(label + ": the calls or the kernels did not end within 60 s: " + e.getMessage());
+                return problems;
+            }
+            for (int r = 0; r < n; r++) {
+                Throwable t = atCall.get("rank " + r);
+                CudaCommunicator c = (CudaCommunicator) set.comm(r);
+                Throwable async = c.asyncError();
+                String how = t != null ? "its call" : "asyncError() after the stream went idle";
+                Throwable shown = t != null ? t : async;
+                if (!isMismatchNaming(shown, m)) {
+                    problems.add(label + ": rank " + r + " got no MISMATCH naming both calls from " + how + ": " + shown
+                            + (atCall.containsKey("groupEnd") ? " (groupEnd threw " + atCall.get("groupEnd") + ")" : ""));
+                }
+                if (t != null && async != t && !isMismatchNaming(async, m)) {
+                    problems.add(label + ": rank " + r + "'s asyncError() does not name the mismatch its call threw: " + async);
+                }
+            }
+            for (int round = 1; round <= 2; round++) {
+                for (int r = 0; r < n; r++) {
+                    int rank = r;
+                    CudaCommunicator c = (CudaCommunicator) set.comm(r);
+                    try {
+                        RankSet.withDeadline("rank " + r + "'s next call", HOST_CALL_TIMEOUT, () -> {
+                            c.allReduce(oneShotBuf(rank, 0).slice(0, 8), oneShotBuf(rank, 1).slice(0, 8), ReduceOp.SUM, set.stream(rank));
+                            return null;
+                        });
+                        problems.add(label + ": rank " + r + "'s call #" + round + " after the mismatch was accepted");
+                    } catch (JcclException e) {
+                        if (!isMismatchNaming(e, m)) {
+                            problems.add(label + ": rank " + r + "'s call #" + round + " after the mismatch did not name it: " + e);
+                        }
+                    } catch (AssertionError e) {
+                        problems.add(label + ": rank " + r + "'s call #" + round + " after the mismatch blocked: " + e.getMessage());
+                    }
+                }
+            }
+            try {
+                set.awaitIdle(Duration.ofSeconds(20));
+            } catch (RankSet.Broken e) {
+                problems.add(label + ": a stream did not go idle: " + e.getMessage());
+                return problems;
+            }
+            MemorySegment host = Arena.ofAuto().allocate(ONESHOT_BUFS[0][1].byteSize());
+            for (int r = 0; r < n; r++) {
+                ONESHOT_BUFS[r][1].copyTo(host);
+                for (long k = 0; k < host.byteSize(); k++) {
+                    if (host.get(ValueLayout.JAVA_BYTE, k) != CaseRunner.POISON) {
+                        problems.add(label + ": rank " + r + "'s receive buffer was written (byte " + k + ")");
+                        break;
+                    }
+                }
+            }
+            for (int r = 0; r < n; r++) {
+                DeviceCommunicator c = set.comm(r);
+                try {
+                    RankSet.withDeadline("rank " + r + "'s close", HOST_CALL_TIMEOUT, () -> {
+                        c.close();
+                        return null;
+                    });
+                } catch (RuntimeException | AssertionError e) {
+                    problems.add(label + ": rank " + r + "'s close() failed (the mismatch was reported already): " + e);
+                }
+            }
+        } finally {
+            freeOneShotBuffers();
+            for (Communicator h : hosts) {
+                h.abort();
+                h.close();
+            }
+        }
+        return problems;
+    }
+
+    private static boolean isMismatchNaming(Throwable t, OneShotCase m) {
+        if (!(t instanceof JcclException je) || je.code() != ErrorCode.MISMATCH) {
+            return false;
+        }
+        String msg = String.valueOf(t.getMessage());
+        if (m.settings()) {
+            return msg.contains("both called " + m.agreed()) && msg.contains("JCCL_CUDA_ONESHOT_MAX");
+        }
+        return msg.contains("mismatched collective calls") && msg.contains(m.agreed()) && msg.contains(m.deviant());
+    }
+
+    /** Every rank calls create(hosts[r], devices[r], configs[r]) on its own thread. */
+    private static List<DeviceCommunicator> createWithConfigs(List<Communicator> hosts, List<CudaDevice> devices,
+                                                              List<org.jccl.Config> configs) throws Exception {
+        int n = hosts.size();
+        ExecutorService pool = Executors.newFixedThreadPool(n, r -> {
+            Thread t = new Thread(r, "gpu-create");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<DeviceCommunicator>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> CudaCommunicator.create(hosts.get(rank), devices.get(rank), configs.get(rank))));
+            }
+            List<DeviceCommunicator> out = new ArrayList<>();
+            for (Future<DeviceCommunicator> f : fs) {
+                out.add(f.get(GpuEnv.CREATE_TIMEOUT.toSeconds(), TimeUnit.SECONDS));
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** Send (0) and receive (1) buffers of {@code elements} floats per rank, the receive buffers poisoned. */
+    private static void allocateOneShotBuffers(RankSet set, List<CudaDevice> devices, long elements) {
+        for (int r = 0; r < devices.size(); r++) {
+            ONESHOT_BUFS[r][0] = devices.get(r).allocate(elements, DataType.FLOAT32);
+            ONESHOT_BUFS[r][1] = devices.get(r).allocate(elements, DataType.FLOAT32);
+            ONESHOT_BUFS[r][0].fill((byte) (r + 1), set.stream(r));
+            ONESHOT_BUFS[r][1].fill(CaseRunner.POISON, set.stream(r));
+            set.stream(r).synchronize();
+        }
+    }
+
+    private static void freeOneShotBuffers() {
+        for (DeviceBuffer[] b : ONESHOT_BUFS) {
+            for (int i = 0; i < 2; i++) {
+                if (b[i] != null) {
+                    b[i].close();
+                    b[i] = null;
+                }
+            }
+        }
+    }
+
+    private static final DeviceBuffer[][] ONESHOT_BUFS = new DeviceBuffer[4][2];
+
+    private static DeviceBuffer oneShotBuf(int rank, int which) {
+        return ONESHOT_BUFS[rank][which];
     }
 
     /** Send (index 0) and receive (1) buffers of the mismatch test, per rank. */

@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.text.FieldPosition;
 import java.text.NumberFormat;
 import java.text.ParsePosition;
@@ -180,9 +181,11 @@ public final class BusBwChart {
         Format format = formatOf(out);
         JFreeChart chart = build(runs, options);
         Path dir = out.toAbsolutePath().getParent();
-        Path tmp = Files.createTempFile(dir, "." + out.getFileName(), ".tmp");
+        // A temporary name beside the target, created like any file the user makes (the umask's mode: a picture is
+        // for sharing), not createTempFile's 0600; CREATE_NEW, so a name that exists is never written through.
+        Path tmp = dir.resolve("." + out.getFileName() + "." + ProcessHandle.current().pid() + "." + System.nanoTime() + ".tmp");
         try {
-            try (OutputStream os = Files.newOutputStream(tmp)) {
+            try (OutputStream os = Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 render(chart, format, os);
             }
             Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING);

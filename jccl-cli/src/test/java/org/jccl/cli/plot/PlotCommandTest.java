@@ -209,6 +209,13 @@ class PlotCommandTest {
         List<String> texts = Svg.read(svg).texts();
         assertTrue(texts.contains("busbw (GB/s)"), texts.toString());
         assertTrue(texts.containsAll(List.of("0", "50", "100", "350")), texts.toString());
+        // Written like any file the user makes (group and others may read it under the usual umask 022), not with a
+        // temporary file's 0600, and no temporary file is left beside it.
+        java.util.Set<java.nio.file.attribute.PosixFilePermission> mode = Files.getPosixFilePermissions(svg);
+        assertTrue(mode.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_READ), "mode " + mode);
+        try (var left = Files.list(dir)) {
+            assertEquals(List.of(), left.filter(p -> p.getFileName().toString().endsWith(".tmp")).toList());
+        }
     }
 
     @Test

@@ -258,10 +258,28 @@ public final class IpcExchange implements Exchange {
         }
         byte[] all = new byte[RECORD_BYTES * n];
         long t0 = System.nanoTime();
+        long myGuard = ByteBuffer.wrap((byte[]) p[0]).order(ByteOrder.LITTLE_ENDIAN).getLong(8);
         if (mailbox != null) {
             long seq = ++resolved;
             for (int q = 0; q < n; q++) {
-                byte[] rec = q == rank ? (byte[]) p[0] : mailbox.read(q, seq);
+                final int peer = q;
+                byte[] rec;
+                try {
+                    rec = q == rank ? (byte[]) p[0] : mailbox.read(q, seq, () -> {
+                        // A peer that ran this operation as a one-shot all-reduce publishes no record: its note says so.
+                        long[] note = mailbox.noted(peer, epoch);
+                        if (note != null) {
+                            return Exchange.oneShotPeer(rank, epoch, peer, note[1], myGuard);
+                        }
+                        java.util.function.Supplier<RuntimeException> w = watcher;
+                        return w == null ? null : w.get();
+                    });
+                } catch (JcclException x) {
+                    if (x.code() == ErrorCode.MISMATCH) {
+                        mailbox.consumed(seq); // the others, which fail here too, must not wait for this rank
+                    }
+                    throw x;
+                }
                 System.arraycopy(rec, 0, all, q * RECORD_BYTES, RECORD_BYTES);
             }
             mailbox.consumed(seq);
@@ -276,6 +294,11 @@ public final class IpcExchange implements Exchange {
         long mine = recs.getLong(rank * RECORD_BYTES + 8);
         for (int q = 0; q < n; q++) {
             long e = recs.getLong(q * RECORD_BYTES);
+            long[] note = e != epoch && mailbox != null ? mailbox.noted(q, epoch) : null;
+            if (note != null) {
+                // its record belongs to a later operation: it ran this one as a one-shot all-reduce
+                throw Exchange.oneShotPeer(rank, epoch, q, note[1], myGuard);
+            }
             if (e != epoch) {
                 throw new JcclException(ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch + " met rank " + q
                         + "'s collective #" + e + ": the ranks issued different sequences of GPU operations");
@@ -298,6 +321,21 @@ public final class IpcExchange implements Exchange {
                     + (System.nanoTime() - t1) / 1000 + " us");
         }
         return r;
+    }
+
+    @Override
+    public void noteOneShot(int rank, long epoch, long guard) {
+        if (mailbox != null) {
+            mailbox.note(epoch, guard);
+        }
+    }
+
+    /** What this rank's waits ask when they last (Exchange#watch), or null. */
+    private volatile java.util.function.Supplier<RuntimeException> watcher;
+
+    @Override
+    public void watch(int rank, java.util.function.Supplier<RuntimeException> check) {
+        watcher = check;
     }
 
     @Override

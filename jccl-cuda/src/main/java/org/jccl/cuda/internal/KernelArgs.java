@@ -28,6 +28,17 @@ public final class KernelArgs {
     public static final int MODE_WARPS = 64;
     public static final int MODE_ROLES = 128;
 
+    /** Signal area words (jccl_kernels.cu SIG_*): the start flags, and the one-shot's mismatch guard words. */
+    public static final int SIG_START = 0;
+    public static final int SIG_GUARD = 8192;
+    /** Words of each rank's signal area (SIG_WORDS): 96 KiB. */
+    public static final int SIG_WORDS = SIG_GUARD + 2 * MAX_BLOCKS * MAX_RANKS;
+
+    /** Index (in words) of {@code src}'s guard word for block {@code block} of operations of epoch parity {@code parity}. */
+    public static int guardWord(long parity, int block, int src) {
+        return SIG_GUARD + (int) (((parity & 1) * MAX_BLOCKS + block) * MAX_RANKS + src);
+    }
+
     // struct Args
     static final long SRC = 0;
     static final long DST = 64;
@@ -79,7 +90,8 @@ public final class KernelArgs {
     static final long O_NRANKS = 252;
     static final long O_DIVISOR = 256;
     static final long O_VEC = 260;
-    static final long ONESHOT_BYTES = 264;
+    static final long O_GUARD = 264;
+    static final long ONESHOT_BYTES = 272;
 
     // struct PushArgs
     static final long U_IN = 0;
@@ -224,16 +236,23 @@ public final class KernelArgs {
         block.set(JAVA_LONG, O_MY_INBOX + 8L * q, myInbox);
     }
 
-    public void oneShotOp(long in, long out, long count, long epoch, boolean vec) {
+    /** {@code guard}: the call's mismatch guard word (OpGuard), compared by the kernels; 0: none (JCCL_CHECK=none). */
+    public void oneShotOp(long in, long out, long count, long epoch, boolean vec, long guard) {
         block.set(JAVA_LONG, O_IN, in);
         block.set(JAVA_LONG, O_OUT, out);
         block.set(JAVA_LONG, O_COUNT, count);
         block.set(JAVA_LONG, O_EPOCH, epoch);
         block.set(JAVA_INT, O_VEC, vec ? 1 : 0);
+        block.set(JAVA_LONG, O_GUARD, guard);
     }
 
     public static KernelArgs p2p(Arena arena) {
         return new KernelArgs(arena, P2P_BYTES);
+    }
+
+    /** The argument block (tests read it back). */
+    MemorySegment block() {
+        return block;
     }
 
     /** The kernelParams array for cuLaunchKernel. */

@@ -33,6 +33,8 @@ public final class Kernels {
     public final MemorySegment p2p;
     public final MemorySegment bcast;
     public final MemorySegment flags;
+    /** Releases peers' one-shot kernels waiting for a rank whose call failed on the host (jccl_oneshot_release). */
+    public final MemorySegment oneShotRelease;
 
     private Kernels(CudaDevice device) {
         device.makeCurrent();
@@ -63,6 +65,7 @@ public final class Kernels {
         p2p = CudaDriver.moduleGetFunction(module, "jccl_p2p");
         bcast = CudaDriver.moduleGetFunction(module, "jccl_bcast");
         flags = CudaDriver.moduleGetFunction(module, "jccl_flags");
+        oneShotRelease = CudaDriver.moduleGetFunction(module, "jccl_oneshot_release");
     }
 
     /** The kernels on {@code device}, loaded on first use. */

@@ -29,8 +29,10 @@ import org.jccl.JcclException;
  * few cache-line transfers instead of an all-gather of the host communicator.
  *
  * <p>Layout of each rank's file ({@code JCCL_SHM_DIR}, unlinked once every rank has mapped it):
- * a 128-byte header (word 0: the highest sequence number up to which this rank has read every
- * peer's record; word 8: its pid), then the slots, each a sequence word followed by the record.
+ * a 256-byte header (word 0: the highest sequence number up to which this rank has read every
+ * peer's record; word 8: its pid; bytes 128-255: {@link #NOTES} notes of operations this rank ran
+ * without a record, the one-shot all-reduces: epoch, guard word), then the slots, each a sequence
+ * word followed by the record.
  * The writer of slot {@code s % SLOTS} stores the record, then the sequence number {@code s} with
  * a release store; a reader waits for an acquire load of that word to show {@code s}. A slot is
  * rewritten (sequence {@code s + SLOTS}) only after every peer has read sequence {@code s}. Each
@@ -43,9 +45,12 @@ import org.jccl.JcclException;
 final class ShmMailbox implements AutoCloseable {
     /** Records a rank may run ahead of the slowest reader; also the most collectives one group may hold. */
     static final int SLOTS = 1024;
-    private static final int HEADER = 128;
+    private static final int HEADER = 256;
     private static final long CONSUMED = 0;
     private static final long PID = 8;
+    /** Notes of the one-shot all-reduces (Exchange#noteOneShot): [epoch % NOTES] -> epoch, guard word. */
+    static final int NOTES = 8;
+    private static final long NOTE = 128;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int PATH_BYTES = 256;
 
@@ -173,7 +178,7 @@ final class ShmMailbox implements AutoCloseable {
         // The slot's previous record (seq - SLOTS) must have been read by every peer.
         for (int q = 0; q < n; q++) {
             if (q != rank) {
-                awaitAtLeast(q, CONSUMED, seq - SLOTS, "to read this rank's record #" + (seq - SLOTS));
+                awaitAtLeast(q, CONSUMED, seq - SLOTS, "to read this rank's record #" + (seq - SLOTS), null);
             }
         }
         long at = HEADER + (seq % SLOTS) * slotBytes;
@@ -183,10 +188,47 @@ final class ShmMailbox implements AutoCloseable {
         return seq;
     }
 
+    /** Notes that this rank ran operation {@code epoch} (guard word {@code guard}) without a record. */
+    void note(long epoch, long guard) {
+        long at = NOTE + 16 * (epoch % NOTES);
+        LONG.setRelease(files[rank], at, 0L); // the pair is being rewritten (a sequence lock: 0, the guard, the epoch)
+        VarHandle.storeStoreFence();
+        LONG.set(files[rank], at + 8, guard);
+        LONG.setRelease(files[rank], at, epoch);
+    }
+
+    /**
+     * Whether rank {@code q} noted operation {@code epoch} or a later one: null if not; else {epoch, its
+     * guard word, or 0 where its note of {@code epoch} was overwritten since}.
+     */
+    long[] noted(int q, long epoch) {
+        long newest = 0;
+        for (int k = 0; k < NOTES; k++) {
+            newest = Math.max(newest, (long) LONG.getAcquire(files[q], NOTE + 16L * k));
+        }
+        if (newest < epoch) {
+            return null;
+        }
+        long at = NOTE + 16 * (epoch % NOTES);
+        long e1 = (long) LONG.getAcquire(files[q], at);
+        long g = (long) LONG.get(files[q], at + 8);
+        VarHandle.loadLoadFence();
+        long e2 = (long) LONG.getAcquire(files[q], at);
+        return new long[] {epoch, e1 == epoch && e2 == epoch ? g : 0};
+    }
+
     /** Rank {@code q}'s record number {@code seq}, once it is there. */
     byte[] read(int q, long seq) {
+        return read(q, seq, null);
+    }
+
+    /**
+     * Rank {@code q}'s record number {@code seq}, once it is there; while it waits, {@code check} (may be
+     * null) is asked every few milliseconds, and an exception it returns ends the wait.
+     */
+    byte[] read(int q, long seq, java.util.function.Supplier<RuntimeException> check) {
         long at = HEADER + (seq % SLOTS) * slotBytes;
-        awaitAtLeast(q, at, seq, "to publish its record #" + seq);
+        awaitAtLeast(q, at, seq, "to publish its record #" + seq, check);
         byte[] r = new byte[recordBytes];
         MemorySegment.copy(files[q], ValueLayout.JAVA_BYTE, at + 8, r, 0, recordBytes);
         return r;
@@ -202,7 +244,7 @@ final class ShmMailbox implements AutoCloseable {
         aborted = true;
     }
 
-    private void awaitAtLeast(int q, long offset, long target, String what) {
+    private void awaitAtLeast(int q, long offset, long target, String what, java.util.function.Supplier<RuntimeException> check) {
         if ((long) LONG.getAcquire(files[q], offset) >= target) {
             return;
         }
@@ -216,6 +258,14 @@ final class ShmMailbox implements AutoCloseable {
             if (aborted) {
                 throw new JcclException(ErrorCode.ABORTED, "rank " + rank + ": the GPU communicator was aborted while waiting for rank "
                         + q + " " + what);
+            }
+            if (check != null && spins >= 2_000 && (spins & 127) == 0) {
+                RuntimeException stop = check.get();
+                // (a peer notes an operation after it published its earlier records: what the check saw may be
+                // newer than the record awaited here, which then is there by now)
+                if (stop != null && (long) LONG.getAcquire(files[q], offset) < target) {
+                    throw stop;
+                }
             }
             if (spins < 20_000) {
                 Thread.onSpinWait();
