@@ -1,6 +1,7 @@
 package org.jccl.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -430,6 +431,61 @@ public abstract class MismatchGuardConformance {
 
     Stream<Integer> rankCounts() {
         return java.util.Arrays.stream(ranks()).boxed();
+    }
+
+    Stream<Integer> rankCountsAbove2() {
+        return rankCounts().filter(n -> n > 2);
+    }
+
+    /**
+     * A leaf of the agreed gather (root 0) returns without waiting and sends to the deviant root (rank 1,
+     * root 1) before that root starts its gather, while the agreed root is later still: rank 1 meets the
+     * leaf's send, not its gather, so that message cannot tell it what the leaf called; it must not blame
+     * the send. Every rank's error names both gathers (the hub compares every rank's word of the call).
+     * Where a transport's send waits for its receiver (in one JVM), the root's confirmation comes first.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @MethodSource("rankCountsAbove2")
+    void aLeafAheadOfALateDeviantRootIsNotBlamedForItsNextCall(int n) {
+        Case k = Case.GATHER_ROOT;
+        List<Communicator> cs = Jccl.initLocal(n, config(n).with("JCCL_INIT_TIMEOUT", "30"));
+        Map<Integer, Throwable> errors = new ConcurrentHashMap<>();
+        try (Arena arena = Arena.ofShared()) {
+            try {
+                Ranks.run(cs, STEP, c -> {
+                    int r = c.rank();
+                    float[] warm = {1f};
+                    c.allReduce(Buffer.of(warm), ReduceOp.SUM);
+                    assertEquals(n, warm[0], "the agreed all-reduce before the mismatch");
+                    try {
+                        if (r <= 1) {
+                            Thread.sleep(r == 0 ? 600 : 300);
+                        }
+                        invoke(c, r == 1 ? k.deviant : k.agreed, arena);
+                        if (r == 2) {
+                            c.send(Buffer.of(new int[4]), 1); // may return: the message waits at rank 1
+                        } else if (r == 1) {
+                            c.recv(Buffer.of(new int[4]), 2);
+                        }
+                        c.barrier();
+                        errors.put(r, new AssertionError("rank " + r + ": the gather and the calls after it returned"));
+                    } catch (JcclException e) {
+                        errors.put(r, e);
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                });
+            } finally {
+                cs.forEach(Communicator::abort);
+                cs.forEach(Communicator::close);
+            }
+        }
+        String p2p = org.jccl.internal.runtime.OpGuard.describe(org.jccl.internal.runtime.OpGuard.p2p());
+        for (int r = 0; r < n; r++) {
+            Throwable e = errors.get(r);
+            assertMismatch(r, e, k.agreed.described(n), k.deviant.described(n));
+            assertFalse(e.getMessage().contains("called " + p2p), "rank " + r + " blames the send after the gather: " + e.getMessage());
+        }
     }
 
     /** Collectives inside a group are calls of their own: a count that differs there fails every rank too. */

@@ -853,6 +853,11 @@ public final class CommunicatorImpl implements Communicator {
                 + " on communicator " + idShort() + " did not run: " + why, cause);
     }
 
+    /** Why this communicator was aborted, or null while it was not. */
+    JcclException abortCause() {
+        return abortCause;
+    }
+
     /** A failure reached the user (a failed or refused operation): after an abort, close() need not report it again. */
     private void delivered() {
         if (abortCause != null) {

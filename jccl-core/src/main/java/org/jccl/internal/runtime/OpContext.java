@@ -610,12 +610,50 @@ public final class OpContext {
             mismatchAt = confIndex[conf];
         }
         String context = earlier(conf, theirs, mine);
+        if (conf < 0 && context.isEmpty() && OpGuard.kind(theirs) != OpGuard.kind(mine)) {
+            org.jccl.InvalidUsageException exact = exactVerdict();
+            if (exact != null) {
+                return exact;
+            }
+        }
         return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + where
                 + "mismatched collective calls: rank " + peer + " (" + from.host() + " pid " + from.pid() + ") called "
                 + OpGuard.describe(theirs) + " but rank " + comm.rank() + " called " + OpGuard.describe(mine) + context
                 + "; they differ in "
                 + String.join(", ", OpGuard.differences(theirs, mine)) + " (found by the mismatch guard)"
                 + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
+    }
+
+    /** How long a mismatch whose calls this rank cannot place waits for the hub's comparison of every rank's word. */
+    private static final long VERDICT_WAIT_NANOS = 500_000_000L;
+
+    /**
+     * A peer's message is of another collective than this rank's running call, and not of this rank's previous
+     * one: the peer may be a call ahead (it returned from this call without waiting, a rooted call's leaf or
+     * root, and its next call's message arrived), so this rank cannot say what the peer called here. The
+     * hub can: asks it to compare every rank's word of the running call and waits up to {@link
+     * #VERDICT_WAIT_NANOS} for its verdict, which aborts every rank naming the exact calls. Returns that
+     * verdict as this call's error, or null when none came (the caller then reports what it saw).
+     */
+    private org.jccl.InvalidUsageException exactVerdict() {
+        org.jccl.internal.control.ControlPlane cp = comm.control();
+        if (cp == null || callIndex < 0 || current == null) {
+            return null;
+        }
+        cp.probeGuard(callIndex, guard);
+        long deadline = System.nanoTime() + VERDICT_WAIT_NANOS;
+        while (System.nanoTime() - deadline < 0) {
+            JcclException cause = comm.abortCause();
+            if (cause != null) {
+                if (cause.code() != ErrorCode.MISMATCH) {
+                    return null;
+                }
+                return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + describeOp() + " failed: "
+                        + cause.getMessage(), cause);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000L);
+        }
+        return null;
     }
 
     /** The collective call the last mismatch error of this rank is about when not its running one (ControlPlane.Host#mismatchAt), else -1. */
@@ -629,8 +667,8 @@ public final class OpContext {
      * Where the calls may have parted before the one that found the mismatch, for the report (and the call
      * index it gives the control plane, {@link #mismatchAt}): the oldest call of this rank that returned
      * without its ring confirmation yet (besides {@code conf}; the peer's message met a later call before that
-     * confirmation arrived, on another socket for instance), else, when the peer's message is of another
-     * collective than this rank's call, this rank's previous collective call (the peer may be a call behind).
+     * confirmation arrived, on another socket for instance), else, when the peer's message is of this rank's
+     * previous collective call, that call (the peer is a call behind).
      */
     private String earlier(int conf, long theirs, long mine) {
         for (long j = confHead; j < confTail; j++) {
@@ -645,7 +683,8 @@ public final class OpContext {
         long prev = (callIndex >= 0 ? callIndex : collIndex) - 1;
         if (conf < 0 && prev >= 0 && OpGuard.kind(theirs) != OpGuard.kind(mine)) {
             long g = guardAt(prev);
-            if (g != org.jccl.internal.control.ControlPlane.GUARD_NOT_YET && g != org.jccl.internal.control.ControlPlane.GUARD_UNKNOWN) {
+            // Only when the peer's message is of this rank's previous call: else the peer may as well be a call ahead.
+            if (g == theirs) {
                 mismatchAt = prev;
                 return " after collective call #" + prev + ", " + OpGuard.describe(g);
             }
