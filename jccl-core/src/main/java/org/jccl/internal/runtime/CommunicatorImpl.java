@@ -237,6 +237,11 @@ public final class CommunicatorImpl implements Communicator {
                     }
 
                     @Override
+                    public JcclException atExit() {
+                        return confirmAtExit();
+                    }
+
+                    @Override
                     public long callsStarted() {
                         return ctx.callsStarted();
                     }
@@ -794,9 +799,11 @@ public final class CommunicatorImpl implements Communicator {
         }
         Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " closed");
         JcclException cause = abortCause;
-        if (cause != null && !abortDelivered && !userAborted && (cause.code() == ErrorCode.MISMATCH || cause == confirmationFailure)) {
+        if (cause != null && !abortDelivered && !userAborted && cause.code() == ErrorCode.MISMATCH) {
             // No call of this rank failed with it: its calls returned (their own results right) before the ring
             // confirmation, or another rank's report, showed the mismatch. close() is the last place to say so.
+            // (A confirmation that failed otherwise, a peer that exited after a call whose result it had, was
+            // logged: every result of this rank stands, and main's close() did not throw there either.)
             abortDelivered = true;
             String msg = "rank " + rank + ": close() of communicator " + idShort() + ": calls of this rank returned, but the communicator"
                     + " was aborted afterwards: " + cause.getMessage();
@@ -956,6 +963,42 @@ public final class CommunicatorImpl implements Communicator {
             execLock.unlock();
         }
         return false;
+    }
+
+    /** How long a JVM that exits without close() waits for the held ring confirmations. */
+    private static final long EXIT_CONFIRM_NANOS = 300_000_000L;
+
+    /**
+     * The JVM exits and this communicator was not closed (ControlPlane's shutdown hook): hands the held ring
+     * confirmations on and waits up to {@link #EXIT_CONFIRM_NANOS} for them, so that a mismatch in calls that
+     * returned still shows (the hook then exits with status 1) and the peers get what they wait for. Returns
+     * the MISMATCH found, else null (another failure is logged).
+     */
+    private JcclException confirmAtExit() {
+        if (abortCause != null || closing || !ctx.confirmationsOutstanding()) {
+            return null;
+        }
+        try {
+            if (!execLock.tryLock(100, TimeUnit.MILLISECONDS)) {
+                return null; // a call is running (another thread): it settles them or fails
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+        try {
+            long deadline = System.nanoTime() + EXIT_CONFIRM_NANOS;
+            while (abortCause == null && ctx.confirmationsOutstanding() && System.nanoTime() - deadline < 0) {
+                ctx.confirmIdle();
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
+            }
+        } catch (RuntimeException e) {
+            confirmationFailed(e);
+        } finally {
+            execLock.unlock();
+        }
+        JcclException cause = abortCause;
+        return cause != null && cause.code() == ErrorCode.MISMATCH && !abortDelivered && !userAborted ? cause : null;
     }
 
     /** At close(), on the operation thread: waits for the outstanding ring confirmations (OpContext#drainConfirmations). */
