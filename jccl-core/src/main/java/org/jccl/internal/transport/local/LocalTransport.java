@@ -155,11 +155,6 @@ public final class LocalTransport implements Transport {
         }
 
         @Override
-        public boolean inMemory() {
-            return true;
-        }
-
-        @Override
         public String describe() {
             return "LOCAL (same JVM, one copy)";
         }
