@@ -27,7 +27,11 @@ import java.lang.foreign.MemorySegment;
  * with different counts, data types, reduction ops or roots fail with an {@link InvalidUsageException}
  * ({@code ErrorCode.MISMATCH}) naming the ranks and their calls, never with a wrong result: the
  * always-on mismatch guard compares a signature of every call carried by the messages themselves
- * ({@code JCCL_CHECK}).
+ * ({@code JCCL_CHECK}). A rank whose own result of a call cannot depend on another rank (a broadcast's
+ * or scatter's root, a reduce's or gather's leaf, a call of 0 elements) returns without waiting for
+ * that comparison: when its call was mismatched, its next call that meets another rank's messages, or
+ * {@link #close()}, throws the MISMATCH (and the communicator is aborted within a fraction of a second
+ * even if it makes no further call).
  */
 public interface Communicator extends AutoCloseable {
 
@@ -108,7 +112,11 @@ public interface Communicator extends AutoCloseable {
 
     /**
      * Waits for the operations already issued, then releases connections and threads. Idempotent;
-     * safe after {@link #abort()}.
+     * safe after {@link #abort()}. It also waits for the mismatch guard's comparisons of calls that
+     * returned before their peers' words arrived (as long as those calls would have waited themselves:
+     * until the words arrive, or a peer fails or times out), and throws an {@link InvalidUsageException}
+     * ({@code ErrorCode.MISMATCH}) when they, or another rank's report, show mismatched calls that no call
+     * of this rank has thrown yet; after {@link #abort()} it throws nothing.
      */
     @Override
     void close();

@@ -63,6 +63,15 @@ public interface Connection extends AutoCloseable {
         return new java.nio.channels.SelectableChannel[0];
     }
 
+    /**
+     * Whether messages to this peer move through memory both ranks map (shared memory, one JVM), not through
+     * a socket. The mismatch guard's ring confirmation is awaited at the end of its call over such
+     * connections, where that costs less than holding it; over sockets it is held (docs/ARCHITECTURE.md).
+     */
+    default boolean inMemory() {
+        return false;
+    }
+
     /** Releases sockets and memory; pending requests are abandoned. Idempotent. */
     @Override
     void close();

@@ -98,11 +98,29 @@ public final class ControlPlane {
         }
 
         /**
+         * The collective call this rank's last mismatch report is about, when that is not the last call it
+         * started (a ring confirmation of an earlier call that returned, or a peer's message of an earlier
+         * call), else -1 (any thread).
+         */
+        default long mismatchAt() {
+            return -1;
+        }
+
+        /**
          * Another rank found mismatched calls at collective call {@code index} ({@code report} says
          * which) while this rank has not started that call: the call, when it starts, fails at once
          * with the report (and every later one), so that no rank waits in a call its peers left.
          */
         default void doomedAt(long index, String report) {
+        }
+
+        /**
+         * The JVM exits without close() (shutdown hook, before this rank says goodbye): settles what this rank
+         * still owes its peers (the mismatch guard's held ring confirmations) within a short bound. Returns a
+         * MISMATCH that shows, or null.
+         */
+        default JcclException atExit() {
+            return null;
         }
     }
 
@@ -537,7 +555,8 @@ public final class ControlPlane {
         }
         // The collective call the mismatch was found in: the last one this rank started (read here, on the failing thread).
         long started = p.host().callsStarted();
-        long foundIn = started > 0 ? started - 1 : -1;
+        long at = p.host().mismatchAt();
+        long foundIn = at >= 0 ? at : started > 0 ? started - 1 : -1;
         runAndWait(() -> {
             if (verdict != null) {
                 return;
@@ -571,7 +590,7 @@ public final class ControlPlane {
      * rank's guard word of collective call {@code index}. Calls that differ but deadlock without a
      * message between two ranks whose calls differ (different algorithms for different counts, a rank
      * with 0 elements, a rank that returned from a rooted call) are found this way: the hub asks every
-     * rank for its word of that call (each remembers its last {@code 64}), and two words that differ
+     * rank for its word of that call (each remembers its last 64 or more, OpContext#historySize), and two words that differ
      * abort every rank with a MISMATCH naming who called what. Costs nothing until a wait lasts that long.
      */
     public void probeGuard(long index, long guard) {
@@ -1188,6 +1207,16 @@ public final class ControlPlane {
 
     /** At JVM exit: a rank inside an operation is failing (FAULT naming itself), an idle one says goodbye. */
     private static void atExit() {
+        // First every communicator settles its ring confirmations (their peers may be exiting too, and need them).
+        List<JcclException> mismatches = new ArrayList<>();
+        for (ControlPlane cp : LIVE) {
+            if (!cp.stopped) {
+                JcclException m = cp.p.host().atExit();
+                if (m != null) {
+                    mismatches.add(m);
+                }
+            }
+        }
         for (ControlPlane cp : LIVE) {
             FlightRecorder.Entry cur = cp.p.recorder().current();
             cp.runAndWait(() -> {
@@ -1202,6 +1231,15 @@ public final class ControlPlane {
                     cp.shutdown();
                 }
             });
+        }
+        if (!mismatches.isEmpty()) {
+            // Calls of this rank returned (their own results right) before the mismatch showed, and the program
+            // did not close() its communicator: an exit status of 0 would hide it.
+            for (JcclException m : mismatches) {
+                System.err.println("jccl: exiting with status 1: " + m.getMessage());
+            }
+            System.err.flush();
+            Runtime.getRuntime().halt(1);
         }
     }
 

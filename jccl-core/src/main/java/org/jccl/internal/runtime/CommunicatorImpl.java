@@ -95,6 +95,12 @@ public final class CommunicatorImpl implements Communicator {
     private volatile ControlPlane control;
 
     private volatile JcclException abortCause;
+    /** Some operation of this rank failed (or was refused) after abortCause was set: the user has been told. */
+    private volatile boolean abortDelivered;
+    /** The user called abort(): close() then reports nothing. */
+    private volatile boolean userAborted;
+    /** The failure a ring confirmation found after its call had returned (idle check or close), or null. */
+    private volatile JcclException confirmationFailure;
     private volatile boolean closing;
     private volatile boolean resourcesReleased;
 
@@ -231,6 +237,11 @@ public final class CommunicatorImpl implements Communicator {
                     }
 
                     @Override
+                    public JcclException atExit() {
+                        return confirmAtExit();
+                    }
+
+                    @Override
                     public long callsStarted() {
                         return ctx.callsStarted();
                     }
@@ -238,6 +249,11 @@ public final class CommunicatorImpl implements Communicator {
                     @Override
                     public void doomedAt(long index, String report) {
                         ctx.doomedAt(index, report);
+                    }
+
+                    @Override
+                    public long mismatchAt() {
+                        return ctx.mismatchAt();
                     }
                 }), listener);
     }
@@ -713,6 +729,7 @@ public final class CommunicatorImpl implements Communicator {
 
     @Override
     public void abort() {
+        userAborted = true;
         abort(new JcclException(ErrorCode.ABORTED, "rank " + rank + ": communicator " + idShort() + " was aborted by abort()"));
     }
 
@@ -781,6 +798,18 @@ public final class CommunicatorImpl implements Communicator {
             Thread.currentThread().interrupt();
         }
         Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " closed");
+        JcclException cause = abortCause;
+        if (cause != null && !abortDelivered && !userAborted && cause.code() == ErrorCode.MISMATCH) {
+            // No call of this rank failed with it: its calls returned (their own results right) before the ring
+            // confirmation, or another rank's report, showed the mismatch. close() is the last place to say so.
+            // (A confirmation that failed otherwise, a peer that exited after a call whose result it had, was
+            // logged: every result of this rank stands, and main's close() did not throw there either.)
+            abortDelivered = true;
+            String msg = "rank " + rank + ": close() of communicator " + idShort() + ": calls of this rank returned, but the communicator"
+                    + " was aborted afterwards: " + cause.getMessage();
+            JcclException typed = ControlPlane.sameKind(cause, msg);
+            throw typed != null ? typed : new JcclException(cause.code(), msg, cause);
+        }
     }
 
     private void releaseEndpoints() {
@@ -808,6 +837,7 @@ public final class CommunicatorImpl implements Communicator {
                 stop = true;
             } else {
                 op.work.fail(aborted(op));
+                delivered();
             }
         }
         if (stop) {
@@ -830,6 +860,18 @@ public final class CommunicatorImpl implements Communicator {
                 + " on communicator " + idShort() + " did not run: " + why, cause);
     }
 
+    /** Why this communicator was aborted, or null while it was not. */
+    JcclException abortCause() {
+        return abortCause;
+    }
+
+    /** A failure reached the user (a failed or refused operation): after an abort, close() need not report it again. */
+    private void delivered() {
+        if (abortCause != null) {
+            abortDelivered = true;
+        }
+    }
+
     /** Called while waiting: throws when the communicator was aborted from another thread. */
     void checkNotAborted(Op op) {
         if (abortCause != null) {
@@ -837,19 +879,34 @@ public final class CommunicatorImpl implements Communicator {
         }
     }
 
+    /**
+     * How often the idle operation thread looks at outstanding ring confirmations (OpContext#confirmIdle): a
+     * mismatch one shows is found within about two of these even when the program makes no more calls.
+     */
+    private static final long IDLE_CONFIRM_MILLIS = 50;
+    /** OpContext#callsEnded at the operation thread's last idle look (its own field). */
+    private long idleSeenEnded = -1;
+
     private void opLoop() {
         try {
             while (true) {
                 Op op;
                 try {
-                    op = queue.take();
+                    op = queue.poll(IDLE_CONFIRM_MILLIS, TimeUnit.MILLISECONDS);
                 } catch (InterruptedException e) {
                     if (abortCause != null) {
                         break;
                     }
                     continue;
                 }
+                if (op == null) {
+                    if (confirmWhileIdle()) {
+                        break;
+                    }
+                    continue;
+                }
                 if (op == POISON) {
+                    drainAtClose();
                     break;
                 }
                 execLock.lock();
@@ -876,10 +933,115 @@ public final class CommunicatorImpl implements Communicator {
         }
     }
 
+    /**
+     * The operation thread found nothing queued for a while: when ring confirmations are outstanding and no
+     * call ended since its last look (a running program's next call progresses them anyway), it drives them
+     * itself, so that a mismatch is found, and every rank told, although this rank makes no more calls.
+     * Returns true when that aborted the communicator.
+     */
+    private boolean confirmWhileIdle() {
+        if (abortCause != null || !ctx.confirmationsOutstanding()) {
+            idleSeenEnded = -1;
+            return false;
+        }
+        long ended = ctx.callsEnded();
+        if (ended != idleSeenEnded) {
+            idleSeenEnded = ended;
+            return false;
+        }
+        if (!execLock.tryLock()) {
+            return false; // a call runs on the caller's thread: it progresses them
+        }
+        try {
+            if (abortCause == null) {
+                ctx.confirmIdle();
+            }
+        } catch (RuntimeException e) {
+            confirmationFailed(e);
+            return true;
+        } finally {
+            execLock.unlock();
+        }
+        return false;
+    }
+
+    /** How long a JVM that exits without close() waits for the held ring confirmations. */
+    private static final long EXIT_CONFIRM_NANOS = 300_000_000L;
+
+    /**
+     * The JVM exits and this communicator was not closed (ControlPlane's shutdown hook): hands the held ring
+     * confirmations on and waits up to {@link #EXIT_CONFIRM_NANOS} for them, so that a mismatch in calls that
+     * returned still shows (the hook then exits with status 1) and the peers get what they wait for. Returns
+     * the MISMATCH found, else null (another failure is logged).
+     */
+    private JcclException confirmAtExit() {
+        if (abortCause != null || closing || !ctx.confirmationsOutstanding()) {
+            return null;
+        }
+        try {
+            if (!execLock.tryLock(100, TimeUnit.MILLISECONDS)) {
+                return null; // a call is running (another thread): it settles them or fails
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+        try {
+            long deadline = System.nanoTime() + EXIT_CONFIRM_NANOS;
+            while (abortCause == null && ctx.confirmationsOutstanding() && System.nanoTime() - deadline < 0) {
+                ctx.confirmIdle();
+                java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
+            }
+        } catch (RuntimeException e) {
+            confirmationFailed(e);
+        } finally {
+            execLock.unlock();
+        }
+        JcclException cause = abortCause;
+        return cause != null && cause.code() == ErrorCode.MISMATCH && !abortDelivered && !userAborted ? cause : null;
+    }
+
+    /** At close(), on the operation thread: waits for the outstanding ring confirmations (OpContext#drainConfirmations). */
+    private void drainAtClose() {
+        execLock.lock();
+        try {
+            if (abortCause == null) {
+                ctx.drainConfirmations();
+            }
+        } catch (RuntimeException e) {
+            if (abortCause == null || !userAborted) {
+                confirmationFailed(e);
+            }
+        } finally {
+            execLock.unlock();
+        }
+    }
+
+    /** A ring confirmation failed after its call had returned: abort with it (the control plane tells every rank); close() reports it. */
+    private void confirmationFailed(RuntimeException e) {
+        JcclException cause = abortCause;
+        if (cause != null) {
+            return; // already aborted (a peer's report, abort()): that cause stands
+        }
+        JcclException je = e instanceof JcclException j ? j : new JcclException(ErrorCode.INTERNAL, "rank " + rank
+                + ": the ring confirmation of communicator " + idShort() + " failed unexpectedly: " + e, e);
+        ControlPlane cp = control;
+        if (cp != null && je.code() != ErrorCode.MISMATCH) {
+            je = cp.explain(je);
+        }
+        confirmationFailure = je;
+        Log.warn(Log.Subsys.COLL, rank, je.getMessage());
+        abort(je);
+        if (abortCause != je) {
+            confirmationFailure = null;
+        }
+    }
+
     /** Runs {@code op} (or fails it when aborted); the caller holds execLock. */
     private void execute(Op op) {
         if (abortCause != null) {
             op.work.fail(aborted(op));
+            delivered();
         } else {
             runOne(op);
         }
@@ -980,6 +1142,7 @@ public final class CommunicatorImpl implements Communicator {
                 Log.warn(Log.Subsys.COLL, rank, e.getMessage());
                 abort(e);
             }
+            delivered();
         } finally {
             ctx.begin(null);
             Thread.interrupted();
@@ -1217,6 +1380,7 @@ public final class CommunicatorImpl implements Communicator {
     private void ensureUsable() {
         JcclException cause = abortCause;
         if (cause != null) {
+            abortDelivered = true;
             String msg = "rank " + rank + ": communicator " + idShort() + " cannot be used: it was aborted: " + cause.getMessage();
             JcclException typed = cause.code() == ErrorCode.ABORTED ? null : ControlPlane.sameKind(cause, msg);
             if (typed != null) {

@@ -155,6 +155,11 @@ public final class LocalTransport implements Transport {
         }
 
         @Override
+        public boolean inMemory() {
+            return true;
+        }
+
+        @Override
         public String describe() {
             return "LOCAL (same JVM, one copy)";
         }

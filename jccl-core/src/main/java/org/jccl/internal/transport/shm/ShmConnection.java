@@ -113,6 +113,11 @@ final class ShmConnection implements Connection {
     }
 
     @Override
+    public boolean inMemory() {
+        return true;
+    }
+
+    @Override
     public String describe() {
         return "SHM (" + outSlots + " x " + outSlotBytes + " B ring out, " + inSlots + " x " + inSlotBytes + " B ring in)";
     }

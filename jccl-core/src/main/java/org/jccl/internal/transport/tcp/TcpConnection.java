@@ -24,6 +24,10 @@ import org.jccl.spi.PeerInfo;
  * {@value #INLINE} bytes instead go through a per-socket scratch buffer: header and payload leave in
  * one {@code write} and arrive in one {@code read}, and no buffer view is allocated for them, so
  * small-message traffic allocates nothing after warm-up beyond the {@link P2pRequest}s themselves.
+ * Small messages queued back to back on one socket share that buffer (up to {@value #BATCH} of them,
+ * {@value #INLINE} bytes and their headers in all): they leave in one {@code write}, and posted
+ * receives of small messages back to back take them in one {@code read}, never past the last posted
+ * one (the mismatch guard's ring confirmation and the message after it, for instance).
  *
  * <p>With checksums on ({@code JCCL_CHECKSUM=1}, negotiated in the hello) every stripe carries a
  * CRC32C trailer over its payload (see {@link TcpWire}): the sender computes it as the payload
@@ -39,6 +43,8 @@ final class TcpConnection implements Connection {
 
     /** Stripes up to this size are staged through the per-socket scratch buffers. */
     static final int INLINE = 8 * 1024;
+    /** Most small messages one write or read of a scratch buffer carries. */
+    static final int BATCH = 16;
     /** Largest ByteBuffer view taken of a caller's segment (a ByteBuffer stops at 2 GiB). */
     static final int MAX_VIEW = 1 << 30;
     /** Bytes one lane moves per direction per {@link #progress()} call, so one busy socket cannot starve the others. */
@@ -286,6 +292,8 @@ final class TcpConnection implements Connection {
         // ---- send side: the head of sendQ, partially written
         private boolean sendActive;
         private boolean sendInline;
+        /** Requests the scratch buffer's write carries (the head and the small messages queued right after it). */
+        private int sendBatch;
         private long sendOff;                 // stripe start in the message
         private long sendLen;                 // stripe length
         private long sendViewStart;           // stripe-relative offset where sendView begins
@@ -301,6 +309,10 @@ final class TcpConnection implements Connection {
         // ---- receive side: the head of recvQ, partially read
         private boolean recvActive;
         private boolean recvInline;
+        /** Inline batch: receives it holds, how many completed, and where each one's header starts in the scratch buffer. */
+        private int recvBatch;
+        private int recvBatchDone;
+        private final int[] recvStarts = new int[BATCH + 1];
         private boolean recvHeaderChecked;
         private int recvStripe;
         private long recvOff;
@@ -348,6 +360,14 @@ final class TcpConnection implements Connection {
                 if (r.position == r.size() && !r.isDone()) {
                     r.complete();
                 }
+                if (sendInline) {
+                    // The small messages that shared the head's write (startSend) left with it.
+                    for (int b = 1; b < sendBatch; b++) {
+                        P2pRequest q = sendQ.pollFirst();
+                        q.position = q.size();
+                        q.complete();
+                    }
+                }
             }
             return moved;
         }
@@ -367,16 +387,22 @@ final class TcpConnection implements Connection {
             sendInline = sendLen <= INLINE;
             if (sendInline) {
                 // Header and payload in one buffer: one write, and no view of the caller's segment.
-                TcpWire.putHeader(sendScratch, stripe, size, checksum, r.guard());
-                MemorySegment.copy(r.segment(), sendOff, sendScratchSeg, TcpWire.HEADER_BYTES, sendLen);
-                int end = TcpWire.HEADER_BYTES + (int) sendLen;
-                if (checksum) {
-                    sendCrc.reset();
-                    sendScratch.limit(end).position(TcpWire.HEADER_BYTES);
-                    sendCrc.update(sendScratch);
-                    sendScratch.limit(end + TcpWire.TRAILER_BYTES);
-                    sendScratch.putInt(end, (int) sendCrc.getValue());
-                    end += TcpWire.TRAILER_BYTES;
+                int end = stage(0, stripe, size, r, sendOff, sendLen);
+                sendBatch = 1;
+                if (stripe == 0 && sendOff == 0) {
+                    // Small whole messages queued right behind it on this socket join the write.
+                    java.util.Iterator<P2pRequest> it = sendQ.iterator();
+                    it.next();
+                    while (sendBatch < BATCH && it.hasNext()) {
+                        P2pRequest q = it.next();
+                        long qs = q.size();
+                        int need = TcpWire.HEADER_BYTES + (int) Math.min(qs, Integer.MAX_VALUE) + (checksum ? TcpWire.TRAILER_BYTES : 0);
+                        if (qs > INLINE || TcpWire.isSplit(qs, nsocks) || end + need > sendScratch.capacity()) {
+                            break;
+                        }
+                        end = stage(end, 0, qs, q, 0, qs);
+                        sendBatch++;
+                    }
                 }
                 sendScratch.limit(end).position(0);
             } else {
@@ -388,6 +414,27 @@ final class TcpConnection implements Connection {
                 sendView = view(r.segment(), sendOff, 0, sendLen);
             }
             sendActive = true;
+        }
+
+        /**
+         * Puts one stripe (header, payload, CRC32C trailer with checksums) into the send scratch buffer at
+         * {@code at}; returns where it ends.
+         */
+        private int stage(int at, int stripe, long size, P2pRequest r, long off, long len) {
+            sendScratch.limit(sendScratch.capacity());
+            TcpWire.putHeader(sendScratch, at, stripe, size, checksum, r.guard());
+            int payload = at + TcpWire.HEADER_BYTES;
+            MemorySegment.copy(r.segment(), off, sendScratchSeg, payload, len);
+            int end = payload + (int) len;
+            if (checksum) {
+                sendCrc.reset();
+                sendScratch.limit(end).position(payload);
+                sendCrc.update(sendScratch);
+                sendScratch.limit(end + TcpWire.TRAILER_BYTES);
+                sendScratch.putInt(end, (int) sendCrc.getValue());
+                end += TcpWire.TRAILER_BYTES;
+            }
+            return end;
         }
 
         /** Gathering write of header and payload while the header is pending, then payload only. */
@@ -450,32 +497,57 @@ final class TcpConnection implements Connection {
                     int before = recvScratch.position();
                     int n = ch.read(recvScratch);
                     if (n < 0) {
-                        throw peerClosed(this, r, Math.max(0, recvScratch.position() - TcpWire.HEADER_BYTES), recvLen);
+                        throw peerClosed(this, r, Math.max(0, recvScratch.position() - recvStarts[recvBatchDone] - TcpWire.HEADER_BYTES),
+                                recvLen);
                     }
                     moved += n;
+                    int pos = recvScratch.position();
                     if (tap != null && n > 0) {
-                        int from = Math.max(before, TcpWire.HEADER_BYTES);
-                        int to = Math.min(recvScratch.position(), TcpWire.HEADER_BYTES + (int) recvLen);
-                        if (from < to) {
-                            tap.received(TcpConnection.this, recvScratch, from, to);
+                        for (int b = recvBatchDone; b < recvBatch; b++) {
+                            int from = Math.max(before, recvStarts[b] + TcpWire.HEADER_BYTES);
+                            int to = Math.min(pos, recvStarts[b] + TcpWire.HEADER_BYTES + payloadOf(b));
+                            if (from < to) {
+                                tap.received(TcpConnection.this, recvScratch, from, to);
+                            }
                         }
                     }
-                    if (!recvHeaderChecked && recvScratch.position() >= TcpWire.HEADER_BYTES) {
-                        checkHeader(recvScratch, r);
+                    // Every message of the batch that is whole now completes, in order; each header is checked
+                    // (guard first) as soon as it is in, before any byte after it is used.
+                    while (true) {
+                        P2pRequest q = recvQ.peekFirst();
+                        int start = recvStarts[recvBatchDone];
+                        if (!recvHeaderChecked) {
+                            if (pos - start < TcpWire.HEADER_BYTES) {
+                                break;
+                            }
+                            checkHeader(recvScratch, start, q);
+                        }
+                        int len = payloadOf(recvBatchDone);
+                        if (pos < recvStarts[recvBatchDone + 1]) {
+                            break;
+                        }
+                        int payload = start + TcpWire.HEADER_BYTES;
+                        if (checksum) {
+                            int end = payload + len;
+                            recvCrc.reset();
+                            recvScratch.limit(end).position(payload);
+                            recvCrc.update(recvScratch);
+                            recvScratch.limit(recvStarts[recvBatch]).position(pos);
+                            verify(q, recvScratch.getInt(end));
+                        }
+                        MemorySegment.copy(recvScratchSeg, payload, q.segment(), recvBatchDone == 0 ? recvOff : 0, len);
+                        q.position += len;
+                        recvHeaderChecked = false;
+                        if (++recvBatchDone == recvBatch) {
+                            break; // the head: completed below
+                        }
+                        recvQ.pollFirst();
+                        q.complete();
                     }
-                    if (recvScratch.hasRemaining()) {
+                    if (recvBatchDone < recvBatch) {
                         break;
                     }
-                    if (checksum) {
-                        int end = TcpWire.HEADER_BYTES + (int) recvLen;
-                        recvCrc.reset();
-                        recvScratch.limit(end).position(TcpWire.HEADER_BYTES);
-                        recvCrc.update(recvScratch);
-                        recvScratch.limit(end + TcpWire.TRAILER_BYTES).position(end + TcpWire.TRAILER_BYTES);
-                        verify(r, recvScratch.getInt(end));
-                    }
-                    MemorySegment.copy(recvScratchSeg, TcpWire.HEADER_BYTES, r.segment(), recvOff, recvLen);
-                    r.position += recvLen;
+                    r = recvQ.peekFirst();
                 } else {
                     long n = readDirect(r);
                     moved += n;
@@ -507,8 +579,26 @@ final class TcpConnection implements Connection {
             recvHeaderChecked = false;
             recvTrailerChecked = !checksum;
             if (recvInline) {
-                // Read exactly this stripe (header + payload + trailer): never past the expected end of the message.
-                recvScratch.limit(TcpWire.HEADER_BYTES + (int) recvLen + (checksum ? TcpWire.TRAILER_BYTES : 0)).position(0);
+                // Read exactly this stripe (header + payload + trailer), and the small whole messages posted right
+                // after it on this socket: never past the expected end of the last posted message.
+                int trailer = checksum ? TcpWire.TRAILER_BYTES : 0;
+                recvBatch = 1;
+                recvBatchDone = 0;
+                recvStarts[0] = 0;
+                recvStarts[1] = TcpWire.HEADER_BYTES + (int) recvLen + trailer;
+                if (recvStripe == 0 && recvOff == 0) {
+                    java.util.Iterator<P2pRequest> it = recvQ.iterator();
+                    it.next();
+                    while (recvBatch < BATCH && it.hasNext()) {
+                        long qs = it.next().size();
+                        int end = recvStarts[recvBatch];
+                        if (qs > INLINE || TcpWire.isSplit(qs, nsocks) || end + TcpWire.HEADER_BYTES + qs + trailer > recvScratch.capacity()) {
+                            break;
+                        }
+                        recvStarts[++recvBatch] = end + TcpWire.HEADER_BYTES + (int) qs + trailer;
+                    }
+                }
+                recvScratch.limit(recvStarts[recvBatch]).position(0);
             } else {
                 recvHeader.clear();
                 recvCrc.reset();
@@ -519,12 +609,17 @@ final class TcpConnection implements Connection {
             recvActive = true;
         }
 
+        /** Payload bytes of message {@code b} of the inline receive batch. */
+        private int payloadOf(int b) {
+            return recvStarts[b + 1] - recvStarts[b] - TcpWire.HEADER_BYTES - (checksum ? TcpWire.TRAILER_BYTES : 0);
+        }
+
         /** Scattering read into header and the caller's segment while the header is pending, then payload only. */
         private long readDirect(P2pRequest r) throws IOException {
             long moved = 0;
             while (moved < LANE_BUDGET) {
                 if (!recvHeader.hasRemaining() && !recvHeaderChecked) {
-                    checkHeader(recvHeader, r);
+                    checkHeader(recvHeader, 0, r);
                 }
                 if (!recvView.hasRemaining()) {
                     long next = recvViewStart + recvView.position();
@@ -596,12 +691,12 @@ final class TcpConnection implements Connection {
             }
         }
 
-        /** Checks magic, guard, message length and stripe index of a complete header at positions 0..23 of {@code b}. */
-        private void checkHeader(ByteBuffer b, P2pRequest r) throws IOException {
-            int magic = b.getInt(0);
-            int stripe = b.getInt(4);
-            long length = b.getLong(8);
-            long guard = b.getLong(TcpWire.GUARD_OFFSET);
+        /** Checks magic, guard, message length and stripe index of a complete header at positions {@code at..at+23} of {@code b}. */
+        private void checkHeader(ByteBuffer b, int at, P2pRequest r) throws IOException {
+            int magic = b.getInt(at);
+            int stripe = b.getInt(at + 4);
+            long length = b.getLong(at + 8);
+            long guard = b.getLong(at + TcpWire.GUARD_OFFSET);
             int expect = checksum ? TcpWire.MAGIC_CHECKSUM : TcpWire.MAGIC;
             if (magic != expect) {
                 boolean old = magic == TcpWire.MAGIC_V1 || magic == TcpWire.MAGIC_CHECKSUM_V1;

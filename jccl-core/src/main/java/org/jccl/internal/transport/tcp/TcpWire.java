@@ -129,10 +129,15 @@ final class TcpWire {
 
     /** Writes a stripe header at absolute positions 0..23 of {@code b}, leaving position and limit alone. */
     static void putHeader(ByteBuffer b, int stripe, long messageLength, boolean checksum, long guard) {
-        b.putInt(0, checksum ? MAGIC_CHECKSUM : MAGIC);
-        b.putInt(4, stripe);
-        b.putLong(8, messageLength);
-        b.putLong(GUARD_OFFSET, guard);
+        putHeader(b, 0, stripe, messageLength, checksum, guard);
+    }
+
+    /** Writes a stripe header at absolute positions {@code at..at+23} of {@code b}, leaving position and limit alone. */
+    static void putHeader(ByteBuffer b, int at, int stripe, long messageLength, boolean checksum, long guard) {
+        b.putInt(at, checksum ? MAGIC_CHECKSUM : MAGIC);
+        b.putInt(at + 4, stripe);
+        b.putLong(at + 8, messageLength);
+        b.putLong(at + GUARD_OFFSET, guard);
     }
 
     /** The connector's hello. */

@@ -255,6 +255,61 @@ class TcpTransportTest {
         }
     }
 
+    /**
+     * Small messages posted back to back share one write, and small receives posted back to back one read
+     * (TcpConnection's inline batches): five messages of 0-24 bytes, the fourth of another call (guard word),
+     * with and without checksums. The three before it arrive intact, the fourth fails with the guard mismatch
+     * before any of its bytes reach its buffer, and the fifth is failed with the connection.
+     */
+    @ParameterizedTest(name = "checksum={0}")
+    @ValueSource(strings = {"0", "1"})
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void smallMessagesShareWritesAndReadsAndAGuardMismatchMidBatchStopsBeforeItsBytes(String checksum) throws Exception {
+        long[] sizes = {0, 8, 24, 8, 16};
+        long g = 0x1234_5678_0000_0010L;
+        long other = 0x1234_5678_0000_0020L;
+        try (Cluster c = new Cluster(2, withSockets(1).with("JCCL_CHECKSUM", checksum))) {
+            runRanks(2, 25_000, rank -> {
+                Connection conn = c.ep[rank].connect(1 - rank);
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment[] bufs = new MemorySegment[sizes.length];
+                    P2pRequest[] reqs = new P2pRequest[sizes.length];
+                    for (int i = 0; i < sizes.length; i++) {
+                        bufs[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                        if (rank == 0) {
+                            fill(bufs[i], 100 + i);
+                            reqs[i] = conn.send(bufs[i], i == 3 ? other : g);
+                        } else {
+                            bufs[i].fill((byte) 0x5A);
+                            reqs[i] = conn.recv(bufs[i], g);
+                        }
+                    }
+                    if (rank == 0) {
+                        try {
+                            drive(20_000, conn, reqs);
+                        } catch (IOException peerDropped) {
+                            // the receiver closes the connection once it finds the mismatch
+                        }
+                        return;
+                    }
+                    org.jccl.spi.GuardMismatchException e = assertThrows(org.jccl.spi.GuardMismatchException.class,
+                            () -> drive(20_000, conn, reqs));
+                    assertEquals(g, e.expected());
+                    assertEquals(other, e.received());
+                    for (int i = 0; i < 3; i++) {
+                        assertTrue(reqs[i].isDone() && reqs[i].error() == null, "message " + i + ": " + reqs[i].error());
+                        assertEquals(-1, check(bufs[i], 100 + i), "message " + i);
+                    }
+                    assertTrue(reqs[3].isDone() && reqs[3].error() == e, "the mismatched receive fails with the mismatch");
+                    for (long k = 0; k < bufs[3].byteSize(); k++) {
+                        assertEquals((byte) 0x5A, bufs[3].get(ValueLayout.JAVA_BYTE, k), "byte " + k + " of the mismatched message");
+                    }
+                    assertTrue(reqs[4].isDone() && reqs[4].error() != null, "the receive after it fails with the connection");
+                }
+            });
+        }
+    }
+
     @ParameterizedTest(name = "nsocks={0}")
     @ValueSource(ints = {1, 4})
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
