@@ -264,6 +264,8 @@ public final class ControlPlane {
     private final java.util.concurrent.atomic.AtomicIntegerArray left;
     /** Why each rank in {@link #left} left ("closed its communicator", "aborted its communicator: ..."), as far as this rank hears. */
     private final java.util.concurrent.atomic.AtomicReferenceArray<String> leftReason;
+    /** Ranks that closed their communicator normally (LEFT with HOW_CLOSED), not aborted it. */
+    private final java.util.concurrent.atomic.AtomicIntegerArray leftClosed;
     private long lastLoop = System.nanoTime();
     private long requestedSeq = -1;
     private long reportedSeq = -1;
@@ -371,6 +373,7 @@ public final class ControlPlane {
         this.conns = new Conn[rank == 0 ? size : 1];
         this.left = new java.util.concurrent.atomic.AtomicIntegerArray(size);
         this.leftReason = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
+        this.leftClosed = new java.util.concurrent.atomic.AtomicIntegerArray(size);
         this.tls = Tls.fromConfig(cfg);
         this.selector = Selector.open();
         boolean ok = false;
@@ -762,6 +765,11 @@ public final class ControlPlane {
      * missed its heartbeats cannot relay: then the wait lasts until this rank's own timer on the hub
      * fires (at most T), so every survivor of a stopped hub names the hub, whichever timed out first.
      */
+    /** Whether rank {@code r} closed its communicator normally (its close(), not an abort or a crash), as far as this rank knows. */
+    public boolean closedNormally(int r) {
+        return r >= 0 && r < size && leftClosed.get(r) != 0;
+    }
+
     public JcclException explain(JcclException e) {
         if (!(e instanceof PeerFailedException pf) || pf.peerRank() < 0 || pf.peerRank() >= size || stopped && verdict == null) {
             return e;
@@ -1106,6 +1114,9 @@ public final class ControlPlane {
     private void left(int r, int how, String why) {
         left.set(r, 1);
         leftReason.set(r, why);
+        if (how == ControlWire.HOW_CLOSED) {
+            leftClosed.set(r, 1);
+        }
         if (r == 0 && rank != 0 && !hubGone) {
             hubGone = true;
             // This rank still has the communicator open (its close() stops this thread first): say what that costs.
@@ -1381,6 +1392,9 @@ public final class ControlPlane {
                 }
                 left.set(r, 1);
                 leftReason.set(r, why);
+                if (how == ControlWire.HOW_CLOSED) {
+                    leftClosed.set(r, 1);
+                }
             }
             case ControlWire.FAULT -> {
                 int culprit = b.getInt();

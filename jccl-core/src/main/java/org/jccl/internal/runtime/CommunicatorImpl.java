@@ -1129,6 +1129,15 @@ public final class CommunicatorImpl implements Communicator {
             ControlPlane cp = control;
             if (cp != null && abortCause == null) {
                 e = cp.explain(e); // a consequence of another rank's failure names that rank
+                if (e instanceof org.jccl.PeerFailedException pf && cp.closedNormally(pf.peerRank()) && abortCause == null) {
+                    // A peer closed its communicator normally while this collective call needed it: it never made this
+                    // call, or made another that returned without this rank (a rooted one): the hub's comparison of
+                    // every rank's word of the call says which, rather than blaming the peer for closing.
+                    JcclException exact = ctx.verdictOfFailedCall();
+                    if (exact != null) {
+                        e = exact;
+                    }
+                }
             }
             JcclException meanwhile = abortCause;
             if (meanwhile != null && meanwhile.code() == ErrorCode.MISMATCH && e.code() != ErrorCode.MISMATCH) {

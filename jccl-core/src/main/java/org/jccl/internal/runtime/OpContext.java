@@ -713,6 +713,14 @@ public final class OpContext {
         return null;
     }
 
+    /**
+     * The running collective call failed because a peer closed its communicator normally: the hub's comparison of
+     * every rank's word of the call ({@link #exactVerdict}), or null (not a collective call, or no verdict came).
+     */
+    JcclException verdictOfFailedCall() {
+        return guardOn && callIndex >= 0 ? exactVerdict() : null;
+    }
+
     /** The collective call the last mismatch error of this rank is about when not its running one (ControlPlane.Host#mismatchAt), else -1. */
     private volatile long mismatchAt = -1;
 
