@@ -30,12 +30,7 @@ class MismatchProcessesTest {
         try (Processes procs = new Processes()) {
             long t0 = System.nanoTime();
             for (int r = 0; r < 2; r++) {
-                Map<String, String> env = new HashMap<>(Map.of("JCCL_COMM_ID", commId, "JCCL_RANK", Integer.toString(r),
-                        "JCCL_WORLD_SIZE", "2", "JCCL_LOCAL_RANK", Integer.toString(r), "JCCL_AUTH_TOKEN", token,
-                        "JCCL_SOCKET_IFNAME", "lo"));
-                if (transport.equals("TCP")) {
-                    env.put("JCCL_SHM_DISABLE", "1");
-                }
+                Map<String, String> env = rankEnv(commId, token, r, transport);
                 procs.start("rank" + r, Processes.javaMain(MismatchRank.class.getName(), "200000", "300000"), env);
             }
             List<Integer> codes = procs.waitAll(Duration.ofSeconds(90));
@@ -79,18 +74,24 @@ class MismatchProcessesTest {
         roots(transport, true);
     }
 
+    /** The environment of rank {@code r} of 2 on one host; TCP: shared memory off. */
+    private static Map<String, String> rankEnv(String commId, String token, int r, String transport) {
+        Map<String, String> env = new HashMap<>(Map.of("JCCL_COMM_ID", commId, "JCCL_RANK", Integer.toString(r),
+                "JCCL_WORLD_SIZE", "2", "JCCL_LOCAL_RANK", Integer.toString(r), "JCCL_AUTH_TOKEN", token,
+                "JCCL_SOCKET_IFNAME", "lo"));
+        if (transport.equals("TCP")) {
+            env.put("JCCL_SHM_DISABLE", "1");
+        }
+        return env;
+    }
+
     private void roots(String transport, boolean noClose) {
         String commId = "127.0.0.1:" + Processes.freePort();
         String token = Processes.newToken();
         try (Processes procs = new Processes()) {
             long t0 = System.nanoTime();
             for (int r = 0; r < 2; r++) {
-                Map<String, String> env = new HashMap<>(Map.of("JCCL_COMM_ID", commId, "JCCL_RANK", Integer.toString(r),
-                        "JCCL_WORLD_SIZE", "2", "JCCL_LOCAL_RANK", Integer.toString(r), "JCCL_AUTH_TOKEN", token,
-                        "JCCL_SOCKET_IFNAME", "lo"));
-                if (transport.equals("TCP")) {
-                    env.put("JCCL_SHM_DISABLE", "1");
-                }
+                Map<String, String> env = rankEnv(commId, token, r, transport);
                 List<String> cmd = new java.util.ArrayList<>(Processes.javaMain(MismatchRootsRank.class.getName()));
                 if (noClose) {
                     cmd.add("noclose");
