@@ -13,9 +13,11 @@ import org.jccl.internal.config.ConfigFile;
 import org.jccl.internal.config.ConfigLoader;
 import org.jccl.internal.config.DidYouMean;
 import org.jccl.internal.config.JobSecret;
-import org.jccl.internal.config.LaunchEnvironment;
+import org.jccl.internal.launch.LaunchEnvironment;
 import org.jccl.internal.config.Setting;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.tune.AlgoSelector;
 
 /**
  * Settings of a communicator, and where they came from. Immutable; {@link #with} returns a copy.
@@ -88,6 +90,14 @@ public final class Config {
                 case CODE -> "set by " + variable + " in code (Config.with)";
             };
         }
+    }
+
+    static {
+        // The grammars of text settings are registered by the packages that read them (the settings
+        // package sits below them); the facade wires them before any value can be checked.
+        Log.registerGrammars();
+        Interfaces.registerGrammars();
+        AlgoSelector.registerGrammars();
     }
 
     private final Map<String, String> values;

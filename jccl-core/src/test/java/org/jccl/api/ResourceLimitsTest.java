@@ -76,9 +76,9 @@ class ResourceLimitsTest {
     /** Runs in the child JVM under prlimit --memlock: prints the advice jccl-cuda gives and the doctor's memlock finding. */
     public static final class MemlockChild {
         public static void main(String[] args) {
-            System.out.println("ADVICE " + org.jccl.internal.runtime.ResourceLimits.lockedMemoryAdvice(1 << 20));
+            System.out.println("ADVICE " + org.jccl.internal.util.ResourceLimits.lockedMemoryAdvice(1 << 20));
             org.jccl.internal.topo.Topology t = org.jccl.internal.topo.SysfsDiscovery.discoverHost("/dev/shm");
-            org.jccl.internal.topo.Doctor.Finding f = org.jccl.internal.topo.Doctor.run(new org.jccl.internal.topo.Doctor.Input(t,
+            org.jccl.internal.doctor.Doctor.Finding f = org.jccl.internal.doctor.Doctor.run(new org.jccl.internal.doctor.Doctor.Input(t,
                     java.util.Map.of(), 2, List.of(), org.jccl.internal.topo.GpuProbe.absent("test"))).get("memlock");
             System.out.println("DOCTOR limits " + t.limits().memlockSoft() + "/" + t.limits().memlockHard() + " " + f);
             System.exit(0);

@@ -21,7 +21,7 @@ import org.jccl.ErrorCode;
 import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
-import org.jccl.internal.runtime.OpGuard;
+import org.jccl.internal.guard.OpGuard;
 import org.jccl.testing.Ranks;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -480,7 +480,7 @@ public abstract class MismatchGuardConformance {
                 cs.forEach(Communicator::close);
             }
         }
-        String p2p = org.jccl.internal.runtime.OpGuard.describe(org.jccl.internal.runtime.OpGuard.p2p());
+        String p2p = org.jccl.internal.guard.OpGuard.describe(org.jccl.internal.guard.OpGuard.p2p());
         for (int r = 0; r < n; r++) {
             Throwable e = errors.get(r);
             assertMismatch(r, e, k.agreed.described(n), k.deviant.described(n));

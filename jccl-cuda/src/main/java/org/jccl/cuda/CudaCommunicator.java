@@ -1603,9 +1603,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /** JCCL_CHECK is not "none": exchanged collectives carry the mismatch guard's word. */
     private final boolean guardOn;
 
-    /** The mismatch guard's word of a call (org.jccl.internal.runtime.OpGuard), 0 with JCCL_CHECK=none. */
+    /** The mismatch guard's word of a call (org.jccl.internal.guard.OpGuard), 0 with JCCL_CHECK=none. */
     private long guard(String name, long count, DataType t, ReduceOp op, int root) {
-        return guardOn ? org.jccl.internal.runtime.OpGuard.collective(name, count, t, op, root) : 0;
+        return guardOn ? org.jccl.internal.guard.OpGuard.collective(name, count, t, op, root) : 0;
     }
 
     private String current;

@@ -691,7 +691,7 @@ class GpuCollectivesTest {
     }
 
     private static String described(String name, long count, DataType t, ReduceOp op, int root) {
-        return org.jccl.internal.runtime.OpGuard.describe(org.jccl.internal.runtime.OpGuard.collective(name, count, t, op, root));
+        return org.jccl.internal.guard.OpGuard.describe(org.jccl.internal.guard.OpGuard.collective(name, count, t, op, root));
     }
 
     static Stream<Arguments> mismatchPaths() {

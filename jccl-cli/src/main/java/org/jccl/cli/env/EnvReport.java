@@ -11,7 +11,7 @@ import org.jccl.ConfigException;
 import org.jccl.Jccl;
 import org.jccl.internal.config.ConfigFile;
 import org.jccl.internal.config.Setting;
-import org.jccl.internal.topo.Json;
+import org.jccl.internal.util.Json;
 
 /**
  * What {@code jccl env} prints: every setting with its effective value and source, the config

@@ -16,7 +16,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jccl.internal.topo.Json;
+import org.jccl.internal.util.Json;
 
 /**
  * Reads a {@link PerfRun} from what a benchmark wrote:

@@ -19,7 +19,7 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import org.jccl.Config;
 import org.jccl.internal.control.ControlPlane;
-import org.jccl.internal.topo.Json;
+import org.jccl.internal.util.Json;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;

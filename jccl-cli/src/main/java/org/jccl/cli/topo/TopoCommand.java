@@ -5,7 +5,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import org.jccl.Config;
 import org.jccl.internal.config.Settings;
-import org.jccl.internal.topo.Json;
+import org.jccl.internal.util.Json;
 import org.jccl.internal.topo.TopoText;
 import org.jccl.internal.topo.Topology;
 import picocli.CommandLine.Command;

@@ -13,7 +13,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import org.jccl.cli.JcclCli;
 import org.jccl.internal.net.Interfaces;
-import org.jccl.internal.topo.Json;
+import org.jccl.internal.util.Json;
 import org.jccl.internal.topo.PciLocation;
 import org.jccl.internal.topo.Topologies;
 import org.jccl.internal.topo.Topology;

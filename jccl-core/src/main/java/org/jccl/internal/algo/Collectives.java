@@ -6,14 +6,13 @@ import java.util.List;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.internal.reduce.Reductions;
-import org.jccl.internal.runtime.AlgoSelector.Algo;
-import org.jccl.internal.runtime.AlgoSelector.Coll;
-import org.jccl.internal.runtime.OpContext;
-import org.jccl.internal.runtime.Tuner;
+import org.jccl.internal.tune.AlgoSelector.Algo;
+import org.jccl.internal.tune.AlgoSelector.Coll;
+import org.jccl.internal.tune.Tuner;
 import org.jccl.spi.P2pRequest;
 
 /**
- * The collective algorithms, written once against {@link OpContext}'s point-to-point layer so that
+ * The collective algorithms, written once against {@link CollectiveContext}'s point-to-point layer so that
  * every transport runs all of them. All run on the communicator's operation thread; buffers are
  * native segments already validated and staged by the runtime.
  *
@@ -51,7 +50,7 @@ public final class Collectives {
 
     // ------------------------------------------------------------------------------------ allReduce
 
-    public static void allReduce(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+    public static void allReduce(CollectiveContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         long bytes = t.bytes(count);
         int n = ctx.size();
         if (n == 1 || count == 0) {
@@ -92,7 +91,7 @@ public final class Collectives {
     private static final Algo[] ALLREDUCE_HIER = {Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.HIER};
 
     /** JCCL_RD_THRESHOLD, when set, splits rd from the rest; the tuner picks within what is left. */
-    private static Algo chooseAllReduce(OpContext ctx, long bytes) {
+    private static Algo chooseAllReduce(CollectiveContext ctx, long bytes) {
         Tuner tu = ctx.tuner();
         long thr = ctx.rdThreshold();
         if (thr >= 0) {
@@ -121,7 +120,7 @@ public final class Collectives {
      * times, and the result is handed back. Every op is commutative, so both partners of an
      * exchange compute bit-identical results.
      */
-    static void recursiveDoublingAllReduce(OpContext ctx, MemorySegment r, long count, DataType t, ReduceOp op) {
+    static void recursiveDoublingAllReduce(CollectiveContext ctx, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = ctx.size();
         int rank = ctx.rank();
         long bytes = t.bytes(count);
@@ -149,7 +148,7 @@ public final class Collectives {
      * ranks, each even one hands its vector to the odd one above it and sits out (returns -1); the
      * odd one reduces it into {@code r}. Returns this rank's core rank.
      */
-    private static int foldIn(OpContext ctx, MemorySegment r, MemorySegment tmp, long count, DataType t, ReduceOp op, int rem) {
+    private static int foldIn(CollectiveContext ctx, MemorySegment r, MemorySegment tmp, long count, DataType t, ReduceOp op, int rem) {
         int rank = ctx.rank();
         if (rank >= 2 * rem) {
             return rank - rem;
@@ -164,7 +163,7 @@ public final class Collectives {
     }
 
     /** Undoes {@link #foldIn}: each odd rank of the first 2*rem hands the result back to its even partner. */
-    private static void foldOut(OpContext ctx, MemorySegment r, int rem) {
+    private static void foldOut(CollectiveContext ctx, MemorySegment r, int rem) {
         int rank = ctx.rank();
         if (rank < 2 * rem) {
             if ((rank & 1) == 1) {
@@ -181,7 +180,7 @@ public final class Collectives {
     }
 
     /** Posts a receive and a send (each skipped when empty: both sides compute the same lengths) and waits for both. */
-    private static void exchange(OpContext ctx, int peer, MemorySegment send, MemorySegment recv) {
+    private static void exchange(CollectiveContext ctx, int peer, MemorySegment send, MemorySegment recv) {
         P2pRequest rq = recv.byteSize() > 0 ? ctx.recv(peer, recv) : null;
         P2pRequest sq = send.byteSize() > 0 ? ctx.send(peer, send) : null;
         ctx.awaitAll(rq, sq);
@@ -195,7 +194,7 @@ public final class Collectives {
      * doubling (ranges double each step). Non-powers of two are folded as in recursive doubling.
      * Moves 2(p-1)/p of the vector per rank instead of log2 p vectors.
      */
-    static void rabenseifnerAllReduce(OpContext ctx, MemorySegment r, long count, DataType t, ReduceOp op) {
+    static void rabenseifnerAllReduce(CollectiveContext ctx, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = ctx.size();
         int rank = ctx.rank();
         int esz = t.size();
@@ -254,7 +253,7 @@ public final class Collectives {
      * waiting here could deadlock the ring, since the neighbour takes them only after its own
      * reduce-scatter).
      */
-    static void ringReduceScatter(OpContext ctx, MemorySegment src, MemorySegment w, Chunks ch, DataType t, ReduceOp op,
+    static void ringReduceScatter(CollectiveContext ctx, MemorySegment src, MemorySegment w, Chunks ch, DataType t, ReduceOp op,
                                   int shift, List<P2pRequest> gatherSends) {
         int n = ctx.size();
         int rank = ctx.rank();
@@ -307,7 +306,7 @@ public final class Collectives {
      * at the next step. {@code sends} holds step-0 sends already posted (by the reduce-scatter), or
      * is empty, in which case step 0 is posted here.
      */
-    static void ringAllGather(OpContext ctx, MemorySegment w, Chunks ch, int esz, int own, List<P2pRequest> sends) {
+    static void ringAllGather(CollectiveContext ctx, MemorySegment w, Chunks ch, int esz, int own, List<P2pRequest> sends) {
         int n = ctx.size();
         int rank = ctx.rank();
         int next = mod(rank + 1, n);
@@ -340,7 +339,7 @@ public final class Collectives {
 
     // ------------------------------------------------------------------------------------ allGather / reduceScatter
 
-    public static void allGather(OpContext ctx, MemorySegment s, MemorySegment r, long bytesPerRank) {
+    public static void allGather(CollectiveContext ctx, MemorySegment s, MemorySegment r, long bytesPerRank) {
         int n = ctx.size();
         int rank = ctx.rank();
         MemorySegment own = r.asSlice(bytesPerRank * rank, bytesPerRank);
@@ -372,7 +371,7 @@ public final class Collectives {
      * All-gather in place over {@code w} (bytes) where chunk c belongs to the rank c + shift (mod n):
      * shift 0 for allGather, the root for the all-gather stage of a broadcast.
      */
-    private static void allGatherChunks(OpContext ctx, MemorySegment w, Chunks ch, int shift, Algo algo) {
+    private static void allGatherChunks(CollectiveContext ctx, MemorySegment w, Chunks ch, int shift, Algo algo) {
         int v = mod(ctx.rank() - shift, ctx.size());
         switch (algo) {
             case RD -> rdAllGather(ctx, w, ch, shift);
@@ -391,7 +390,7 @@ public final class Collectives {
      * chunks with its partner's, so the core needs log2 p steps; with folding, core rank v holds the
      * chunks of both ranks of its pair, which are adjacent, so every message is one contiguous range.
      */
-    static void rdAllGather(OpContext ctx, MemorySegment w, Chunks ch, int shift) {
+    static void rdAllGather(CollectiveContext ctx, MemorySegment w, Chunks ch, int shift) {
         int n = ctx.size();
         int v = mod(ctx.rank() - shift, n);
         int p = Integer.highestOneBit(n);
@@ -448,7 +447,7 @@ public final class Collectives {
      * {@code w} (a cyclic range that wraps is sent as two messages, split identically on both
      * sides), so there is no rotation copy.
      */
-    static void bruckAllGather(OpContext ctx, MemorySegment w, Chunks ch, int shift) {
+    static void bruckAllGather(CollectiveContext ctx, MemorySegment w, Chunks ch, int shift) {
         int n = ctx.size();
         int v = mod(ctx.rank() - shift, n);
         List<P2pRequest> rs = new ArrayList<>(4);
@@ -464,7 +463,7 @@ public final class Collectives {
     }
 
     /** Posts the chunks [start, start + cnt) mod n as one or two messages (empty parts skipped). */
-    private static void postCyclic(OpContext ctx, List<P2pRequest> rs, int peer, MemorySegment w, Chunks ch, int start, int cnt,
+    private static void postCyclic(CollectiveContext ctx, List<P2pRequest> rs, int peer, MemorySegment w, Chunks ch, int start, int cnt,
                                    boolean send) {
         int n = ch.count();
         int end1 = Math.min(start + cnt, n);
@@ -477,7 +476,7 @@ public final class Collectives {
         }
     }
 
-    public static void reduceScatter(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+    public static void reduceScatter(CollectiveContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = ctx.size();
         int rank = ctx.rank();
         long bytes = t.bytes(count);
@@ -525,7 +524,7 @@ public final class Collectives {
         return parent;
     }
 
-    public static void broadcast(OpContext ctx, MemorySegment s, MemorySegment r, long bytes, int root) {
+    public static void broadcast(CollectiveContext ctx, MemorySegment s, MemorySegment r, long bytes, int root) {
         int n = ctx.size();
         int rank = ctx.rank();
         if (rank == root && (s.address() != r.address() || s.isNative() != r.isNative())) {
@@ -577,7 +576,7 @@ public final class Collectives {
      * all-gather of that size): about 2 (n-1)/n of the message per rank instead of the tree's
      * log2 n at the root.
      */
-    static void scatterAllGatherBroadcast(OpContext ctx, MemorySegment r, long bytes, int root) {
+    static void scatterAllGatherBroadcast(CollectiveContext ctx, MemorySegment r, long bytes, int root) {
         int n = ctx.size();
         int v = mod(ctx.rank() - root, n);
         Chunks ch = Chunks.balanced(bytes, n, ctx.chunkBytes());
@@ -606,7 +605,7 @@ public final class Collectives {
         allGatherChunks(ctx, r, ch, root, ctx.tuner().choose(Coll.ALLGATHER, bytes, Algo.RING, Algo.RD, Algo.BRUCK));
     }
 
-    public static void reduce(OpContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op, int root) {
+    public static void reduce(CollectiveContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op, int root) {
         int n = ctx.size();
         int rank = ctx.rank();
         long bytes = t.bytes(count);
@@ -663,7 +662,7 @@ public final class Collectives {
         ctx.awaitAll(sends);
     }
 
-    private static void postChildren(OpContext ctx, List<Integer> children, MemorySegment tmp, P2pRequest[] rq, int set,
+    private static void postChildren(CollectiveContext ctx, List<Integer> children, MemorySegment tmp, P2pRequest[] rq, int set,
                                      long slot, long len) {
         int nc = children.size();
         for (int j = 0; j < nc; j++) {
@@ -673,7 +672,7 @@ public final class Collectives {
 
     // ------------------------------------------------------------------------------------ all-to-all
 
-    public static void allToAll(OpContext ctx, MemorySegment s, MemorySegment r, long block) {
+    public static void allToAll(CollectiveContext ctx, MemorySegment s, MemorySegment r, long block) {
         int n = ctx.size();
         int rank = ctx.rank();
         if (n > 1 && block > 0
@@ -707,7 +706,7 @@ public final class Collectives {
      * block from rank - i. ceil(log2 n) messages instead of n - 1, each about half the buffer.
      * The send buffer is read only by the first rotation, so in place needs nothing more.
      */
-    static void bruckAllToAll(OpContext ctx, MemorySegment s, MemorySegment r, long block) {
+    static void bruckAllToAll(CollectiveContext ctx, MemorySegment s, MemorySegment r, long block) {
         int n = ctx.size();
         int rank = ctx.rank();
         long total = block * n;
@@ -736,14 +735,14 @@ public final class Collectives {
         }
     }
 
-    private static void exchangeTo(OpContext ctx, int to, MemorySegment send, int from, MemorySegment recv) {
+    private static void exchangeTo(CollectiveContext ctx, int to, MemorySegment send, int from, MemorySegment recv) {
         P2pRequest rq = ctx.recv(from, recv);
         P2pRequest sq = ctx.send(to, send);
         ctx.await(rq);
         ctx.await(sq);
     }
 
-    public static void allToAllv(OpContext ctx, MemorySegment s, long[] sc, long[] sd, MemorySegment r, long[] rc, long[] rd,
+    public static void allToAllv(CollectiveContext ctx, MemorySegment s, long[] sc, long[] sd, MemorySegment r, long[] rc, long[] rd,
                                  int esz) {
         int n = ctx.size();
         int rank = ctx.rank();
@@ -768,7 +767,7 @@ public final class Collectives {
 
     // ------------------------------------------------------------------------------------ gather / scatter / barrier
 
-    public static void gather(OpContext ctx, MemorySegment s, MemorySegment r, long bytes, int root) {
+    public static void gather(CollectiveContext ctx, MemorySegment s, MemorySegment r, long bytes, int root) {
         int n = ctx.size();
         int rank = ctx.rank();
         if (rank != root) {
@@ -787,7 +786,7 @@ public final class Collectives {
         ctx.awaitAll(rq);
     }
 
-    public static void scatter(OpContext ctx, MemorySegment s, MemorySegment r, long bytes, int root) {
+    public static void scatter(CollectiveContext ctx, MemorySegment s, MemorySegment r, long bytes, int root) {
         int n = ctx.size();
         int rank = ctx.rank();
         if (rank != root) {
@@ -807,7 +806,7 @@ public final class Collectives {
     }
 
     /** Dissemination barrier: in round k every rank signals rank + 2^k and waits for rank - 2^k. */
-    public static void barrier(OpContext ctx) {
+    public static void barrier(CollectiveContext ctx) {
         Tuner tu = ctx.tuner();
         if (tu.sharedAvailable() && tu.selector().allowed(Coll.BARRIER, Algo.SHARED)) {
             // The only barrier with a JCCL_ALGO name: chosen (and logged) through the tuner when

@@ -6,15 +6,14 @@ import java.util.List;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.internal.reduce.Reductions;
-import org.jccl.internal.runtime.Hierarchy;
-import org.jccl.internal.runtime.OpContext;
+import org.jccl.internal.tune.Hierarchy;
 import org.jccl.spi.P2pRequest;
 
 /**
  * Hierarchical collectives, for communicators whose ranks span several hosts ({@link Hierarchy}):
  * a same-host stage over the same-host transport (SHM), one cross-host stage over the network among
  * one rank per host (or per slice), and a same-host stage again. The stages are the flat algorithms
- * of {@link Collectives} run on a group of ranks ({@link OpContext#inGroup}), each chosen by the
+ * of {@link Collectives} run on a group of ranks ({@link CollectiveContext#inGroup}), each chosen by the
  * stage's own cost model, so only the cross-host stage's bytes cross hosts: an all-reduce of m bytes
  * sends m (leader form) or m/L (slice form, L ranks per host) per rank over the network, where the
  * flat algorithms send up to 2m from every rank.
@@ -61,7 +60,7 @@ public final class HierCollectives {
 
     // ------------------------------------------------------------------------------------ allReduce
 
-    static void allReduce(OpContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+    static void allReduce(CollectiveContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         if (h.sliceAllReduce(t.bytes(count))) {
             sliceAllReduce(ctx, h, s, r, count, t, op);
         } else {
@@ -69,7 +68,7 @@ public final class HierCollectives {
         }
     }
 
-    private static void leaderAllReduce(OpContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t,
+    private static void leaderAllReduce(CollectiveContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t,
                                         ReduceOp op) {
         int n = ctx.size();
         ReduceOp sop = stageOp(op);
@@ -89,7 +88,7 @@ public final class HierCollectives {
         }
     }
 
-    private static void sliceAllReduce(OpContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t,
+    private static void sliceAllReduce(CollectiveContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t,
                                        ReduceOp op) {
         int n = ctx.size();
         ReduceOp sop = stageOp(op);
@@ -111,7 +110,7 @@ public final class HierCollectives {
 
     // ------------------------------------------------------------------------------------ broadcast / reduce
 
-    static void broadcast(OpContext ctx, Hierarchy h, MemorySegment r, long bytes, int root) {
+    static void broadcast(CollectiveContext ctx, Hierarchy h, MemorySegment r, long bytes, int root) {
         int rootHost = h.hostOf(root);
         int[] local = h.intraGroup();
         int localRoot = h.myHost() == rootHost ? indexOf(local, root) : 0;
@@ -124,7 +123,7 @@ public final class HierCollectives {
     }
 
     /** {@code r} is the root's output, null elsewhere. */
-    static void reduce(OpContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op, int root) {
+    static void reduce(CollectiveContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op, int root) {
         int n = ctx.size();
         long bytes = t.bytes(count);
         ReduceOp sop = stageOp(op);
@@ -149,7 +148,7 @@ public final class HierCollectives {
     // ------------------------------------------------------------------------------------ allGather
 
     /** {@code r}: the whole output, this rank's block already in place. */
-    static void allGather(OpContext ctx, Hierarchy h, MemorySegment r, long bytesPerRank) {
+    static void allGather(CollectiveContext ctx, Hierarchy h, MemorySegment r, long bytesPerRank) {
         int rank = ctx.rank();
         int[] local = h.intraGroup();
         int leader = local[0];
@@ -199,7 +198,7 @@ public final class HierCollectives {
      * Leader form (any layout): the blocks reordered by host, reduced to the first rank of each host,
      * a ring reduce-scatter of the hosts' regions among those first ranks, each block sent to its rank.
      */
-    static void reduceScatter(OpContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+    static void reduceScatter(CollectiveContext ctx, Hierarchy h, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = ctx.size();
         int esz = t.size();
         long block = t.bytes(count);

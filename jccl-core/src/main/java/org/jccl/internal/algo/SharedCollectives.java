@@ -6,8 +6,7 @@ import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.internal.reduce.Reductions;
-import org.jccl.internal.runtime.OpContext;
-import org.jccl.internal.runtime.Tuner;
+import org.jccl.internal.tune.Tuner;
 import org.jccl.internal.transport.shm.ShmCollArea;
 
 /**
@@ -50,7 +49,7 @@ public final class SharedCollectives {
     private static final long PIPELINE_PIECE = 256 << 10;
 
     /** All-reduce of {@code count} elements from {@code s} into {@code r} (may be the same memory). */
-    public static void allReduce(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+    public static void allReduce(CollectiveContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         try {
             int n = a.ranks();
             long bytes = t.bytes(count);
@@ -79,7 +78,7 @@ public final class SharedCollectives {
      * published piece by piece (at most one slot per round); every rank copies the others'
      * pieces straight out of their areas into {@code r}. One copy in, n-1 copies out.
      */
-    public static void allGather(OpContext ctx, ShmCollArea a, MemorySegment r, long bytesPerRank) {
+    public static void allGather(CollectiveContext ctx, ShmCollArea a, MemorySegment r, long bytesPerRank) {
         try {
             int n = a.ranks();
             int me = a.rank();
@@ -108,7 +107,7 @@ public final class SharedCollectives {
      * into its area (slot q for rank q), arrives, and reduces its own block's piece from its own
      * input and the peers' slots, in rank order. The send buffer is left intact.
      */
-    public static void reduceScatter(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t,
+    public static void reduceScatter(CollectiveContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t,
                                      ReduceOp op) {
         try {
             int n = a.ranks();
@@ -154,7 +153,7 @@ public final class SharedCollectives {
     }
 
     /** Barrier: every rank arrives at the same round before any leaves it. */
-    public static void barrier(OpContext ctx, ShmCollArea a) {
+    public static void barrier(CollectiveContext ctx, ShmCollArea a) {
         try {
             fence(ctx, a);
         } catch (IllegalStateException unmapped) {
@@ -163,7 +162,7 @@ public final class SharedCollectives {
     }
 
     /** A round without data: arrive, wait for every peer (after it no peer reads any earlier round). */
-    private static void fence(OpContext ctx, ShmCollArea a) {
+    private static void fence(CollectiveContext ctx, ShmCollArea a) {
         long k = a.nextRound(0);
         a.arrive(k);
         ctx.awaitShared(a, false, k);
@@ -175,7 +174,7 @@ public final class SharedCollectives {
      * the previous round's ({@link ShmCollArea#needsFence}), then when every peer has finished
      * reading round k-2 and every round before it (arrived at k-1).
      */
-    private static long startRound(OpContext ctx, ShmCollArea a, long bytes) {
+    private static long startRound(CollectiveContext ctx, ShmCollArea a, long bytes) {
         if (a.needsFence(bytes)) {
             fence(ctx, a);
         }
@@ -184,7 +183,7 @@ public final class SharedCollectives {
         return k;
     }
 
-    private static void oneShot(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
+    private static void oneShot(CollectiveContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = a.ranks();
         int me = a.rank();
         long bytes = t.bytes(count);
@@ -202,7 +201,7 @@ public final class SharedCollectives {
     }
 
     /** One round of the two-step all-reduce over elements [off, off + len). */
-    private static void twoShot(OpContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long off, long len, DataType t,
+    private static void twoShot(CollectiveContext ctx, ShmCollArea a, MemorySegment s, MemorySegment r, long off, long len, DataType t,
                                 ReduceOp op) {
         int n = a.ranks();
         int me = a.rank();
@@ -272,7 +271,7 @@ public final class SharedCollectives {
     }
 
     /** The segment was unmapped under this operation: the communicator was closed or aborted. */
-    private static JcclException closedUnder(OpContext ctx, IllegalStateException e) {
+    private static JcclException closedUnder(CollectiveContext ctx, IllegalStateException e) {
         return new JcclException(ErrorCode.ABORTED, "rank " + ctx.rank() + ": the shared collective segment was unmapped during the"
                 + " operation (its communicator was closed or aborted)", e);
     }

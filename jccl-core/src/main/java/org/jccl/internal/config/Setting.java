@@ -5,6 +5,8 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 
@@ -16,7 +18,10 @@ import org.jccl.ConfigException;
  *
  * <p>Every value is checked for its {@link Kind} and range, and settings with a grammar of their
  * own ({@code JCCL_DEBUG_SUBSYS}, {@code JCCL_SOCKET_IFNAME}, {@code JCCL_ALGO}, ...) by the
- * parser that reads them ({@link SettingChecks}). A bad value is a {@link ConfigException} naming
+ * parser that reads them: the package that owns such a setting registers its grammar
+ * ({@link #grammar(Supplier, Consumer)}; {@code Log}, {@code Interfaces}, {@code AlgoSelector}, wired
+ * by {@link Config}), and {@link SettingChecks} holds the few this package owns. Registration keeps
+ * this package free of the layers above it. A bad value is a {@link ConfigException} naming
  * the variable, the value, what is allowed and where the value was set.
  */
 public final class Setting {
@@ -33,6 +38,18 @@ public final class Setting {
     private final long min;
     private final long max;
     private final String doc;
+    /** The grammar of a text setting, registered by the package that reads it; null: none registered. */
+    private volatile Grammar grammar;
+
+    /**
+     * What a text setting allows, in words, and the check of a value: the parser that later reads
+     * it, so that validation reports exactly the errors initialisation would hit.
+     *
+     * @param allowed what is allowed, in words (evaluated when asked, so it may list what the owner knows)
+     * @param check throws {@link ConfigException} naming the variable, the value and what is allowed
+     */
+    public record Grammar(Supplier<String> allowed, Consumer<String> check) {
+    }
 
     private Setting(String name, String ncclAlias, Kind kind, String defaultValue, long min, long max, String doc) {
         this.name = name;
@@ -52,6 +69,27 @@ public final class Setting {
             }
         }
         return s;
+    }
+
+    /**
+     * Registers the grammar of this text setting; called once by the package that owns it (a second
+     * registration with another grammar is a programming error).
+     */
+    public void grammar(Supplier<String> allowed, Consumer<String> check) {
+        if (kind != Kind.STRING) {
+            throw new IllegalStateException(name + " is not a text setting");
+        }
+        synchronized (this) {
+            if (grammar != null) {
+                throw new IllegalStateException("grammar of " + name + " registered twice");
+            }
+            grammar = new Grammar(allowed, check);
+        }
+    }
+
+    /** The grammar registered for this setting, or null. */
+    Grammar grammar() {
+        return grammar;
     }
 
     /** Every declared setting, in declaration order. */

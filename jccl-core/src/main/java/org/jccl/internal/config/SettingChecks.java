@@ -5,15 +5,14 @@ import java.util.Locale;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.JcclId;
-import org.jccl.internal.log.Log;
-import org.jccl.internal.net.DeviceList;
-import org.jccl.internal.net.Interfaces;
-import org.jccl.internal.runtime.AlgoSelector;
 
 /**
  * The checks of text settings that have a grammar, each done by the parser that later reads the
  * value, so that {@link Config#validate()} and {@code jccl env} report exactly the errors that
  * initialisation would hit. Kept apart from {@link Settings} so the registry stays a plain list.
+ * The grammars of settings read by other packages (logging, interfaces, algorithms) are registered
+ * by those packages ({@link Setting#grammar(java.util.function.Supplier, java.util.function.Consumer)});
+ * this class holds the ones read here and the dispatch.
  * The GPU settings' algorithm names ({@code JCCL_CUDA_ALLREDUCE}, ...) are checked by jccl-cuda
  * when it reads them, so the list of kernels lives in one place.
  */
@@ -27,32 +26,15 @@ final class SettingChecks {
 
     /** What a text setting allows, in words, or null when it takes any text. */
     static String allowed(Setting s) {
-        if (s == Settings.DEBUG) {
-            return "one of NONE, VERSION, WARN, INFO, TRACE";
-        }
-        if (s == Settings.DEBUG_SUBSYS) {
-            return "a comma list of " + Log.subsystemNames() + " or ALL; ^ in front excludes the subsystems listed";
-        }
-        if (s == Settings.DEBUG_FILE) {
-            return "a file path; %h is replaced by the host name, %p by the pid, %r by the rank, %% by %";
-        }
-        if (s == Settings.SOCKET_IFNAME) {
-            return DeviceList.grammar(false);
-        }
-        if (s == Settings.IB_HCA) {
-            return DeviceList.grammar(true);
-        }
-        if (s == Settings.SOCKET_FAMILY) {
-            return "AF_INET or AF_INET6";
+        Setting.Grammar g = s.grammar();
+        if (g != null) {
+            return g.allowed().get();
         }
         if (s == Settings.REDUCE_VECTOR) {
             return "auto, 1 or 0";
         }
         if (s == Settings.CHECK) {
             return "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)";
-        }
-        if (s == Settings.ALGO) {
-            return "NCCL's JCCL_ALGO grammar: ring,rd | ^rd | allreduce:ring;broadcast:tree";
         }
         if (s == Settings.AUTH_TOKEN) {
             return "32 hex digits (openssl rand -hex 16)";
@@ -77,18 +59,9 @@ final class SettingChecks {
      */
     static void check(Setting s, String value, Config config) {
         try {
-            if (s == Settings.DEBUG) {
-                Log.parseLevel(value);
-            } else if (s == Settings.DEBUG_SUBSYS) {
-                Log.parseSubsys(value);
-            } else if (s == Settings.DEBUG_FILE) {
-                Log.checkFilePattern(value);
-            } else if (s == Settings.SOCKET_IFNAME) {
-                Interfaces.parse(value);
-            } else if (s == Settings.IB_HCA) {
-                DeviceList.parse(s.name(), value, true);
-            } else if (s == Settings.SOCKET_FAMILY) {
-                Interfaces.Family.parse(value);
+            Setting.Grammar g = s.grammar();
+            if (g != null) {
+                g.check().accept(value);
             } else if (s == Settings.REDUCE_VECTOR) {
                 oneOf(s, value, REDUCE_VECTOR, "auto, 1 or 0");
             } else if (s == Settings.CHECK) {
@@ -100,8 +73,6 @@ final class SettingChecks {
                             + " at all: mismatched calls may then return wrong results; for measurements)");
                 }
                 oneOf(s, value, CHECK, "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)");
-            } else if (s == Settings.ALGO) {
-                AlgoSelector.parse(value);
             } else if (s == Settings.AUTH_TOKEN) {
                 JcclId.parseSecret(value, s.name());
             } else if (s == Settings.COMM_ID) {

@@ -338,9 +338,9 @@ public final class ControlPlane {
         try {
             return new ControlPlane(p, listener);
         } catch (IOException e) {
-            if (org.jccl.internal.runtime.ResourceLimits.outOfFileDescriptors(e)) {
+            if (org.jccl.internal.util.ResourceLimits.outOfFileDescriptors(e)) {
                 throw new org.jccl.ResourceException("rank " + p.rank() + ": control channel of communicator " + p.idShort()
-                        + " could not be set up: " + e.getMessage() + "; " + org.jccl.internal.runtime.ResourceLimits.openFilesAdvice(), e);
+                        + " could not be set up: " + e.getMessage() + "; " + org.jccl.internal.util.ResourceLimits.openFilesAdvice(), e);
             }
             throw new PeerFailedException(p.rank() == 0 ? -1 : 0, "rank " + p.rank() + ": control channel of communicator " + p.idShort()
                     + " could not be set up: " + e.getMessage(), e);
@@ -709,12 +709,12 @@ public final class ControlPlane {
             List<Integer> rs = groups.get(i).getValue();
             sb.append(i == 0 ? "" : i == groups.size() - 1 ? " but " : ", ");
             sb.append(rs.size() == 1 ? describe(rs.get(0)) : "ranks " + StallReport.ranges(rs)).append(" called ")
-                    .append(org.jccl.internal.runtime.OpGuard.describe(groups.get(i).getKey()));
+                    .append(org.jccl.internal.guard.OpGuard.describe(groups.get(i).getKey()));
         }
         long first = groups.get(0).getKey();
         List<String> diffs = new ArrayList<>();
         for (int i = 1; i < groups.size(); i++) {
-            diffs.addAll(org.jccl.internal.runtime.OpGuard.differences(first, groups.get(i).getKey()));
+            diffs.addAll(org.jccl.internal.guard.OpGuard.differences(first, groups.get(i).getKey()));
         }
         sb.append("; they differ in ").append(String.join(", ", new java.util.LinkedHashSet<>(diffs)))
                 .append(". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
@@ -1618,7 +1618,7 @@ public final class ControlPlane {
         try {
             ensureDir(dir);
             java.nio.file.Path tmp = dir.resolve(file.getFileName() + ".tmp");
-            java.nio.file.Files.writeString(tmp, org.jccl.internal.topo.Json.write(m) + "\n");
+            java.nio.file.Files.writeString(tmp, org.jccl.internal.util.Json.write(m) + "\n");
             java.nio.file.Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
                     java.nio.file.StandardCopyOption.ATOMIC_MOVE);
             Log.warn(Log.Subsys.COLL, rank, "comm " + p.idShort() + " flight recorder dumped to " + file);
@@ -1805,7 +1805,7 @@ public final class ControlPlane {
         m.put("stalled", stalled);
         m.put("summary", line);
         m.put("last_stall_line", lastStallLine);
-        byte[] text = (org.jccl.internal.topo.Json.write(m) + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] text = (org.jccl.internal.util.Json.write(m) + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
         try {
             // The channel stays registered (non-blocking): a few tries on loopback, bounded, then give up.
             ByteBuffer b = ByteBuffer.wrap(text);

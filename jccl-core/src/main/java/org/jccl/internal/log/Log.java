@@ -23,6 +23,7 @@ import org.jccl.ConfigException;
 import org.jccl.internal.config.ConfigFile;
 import org.jccl.internal.config.ConfigLoader;
 import org.jccl.internal.config.DidYouMean;
+import org.jccl.internal.config.Settings;
 
 /**
  * jccl's logger. Lines look like NCCL's, so the same grep works on both:
@@ -144,6 +145,15 @@ public final class Log {
     }
 
     private Log() {
+    }
+
+    /** Registers the grammars of the logging settings ({@code JCCL_DEBUG}, {@code _SUBSYS}, {@code _FILE}) with their parsers. */
+    public static void registerGrammars() {
+        Settings.DEBUG.grammar(() -> "one of NONE, VERSION, WARN, INFO, TRACE", Log::parseLevel);
+        Settings.DEBUG_SUBSYS.grammar(() -> "a comma list of " + subsystemNames() + " or ALL; ^ in front excludes the subsystems listed",
+                Log::parseSubsys);
+        Settings.DEBUG_FILE.grammar(() -> "a file path; %h is replaced by the host name, %p by the pid, %r by the rank, %% by %",
+                Log::checkFilePattern);
     }
 
     /** JCCL_DEBUG* values of this process: environment and config file, or the environment alone when the file is broken. */

@@ -271,6 +271,13 @@ public final class Interfaces {
         return nics.stream().map(Nic::name).toList();
     }
 
+    /** Registers the grammars of the interface settings ({@code JCCL_SOCKET_IFNAME}, {@code JCCL_IB_HCA}, {@code JCCL_SOCKET_FAMILY}). */
+    public static void registerGrammars() {
+        Settings.SOCKET_IFNAME.grammar(() -> DeviceList.grammar(false), Interfaces::parse);
+        Settings.IB_HCA.grammar(() -> DeviceList.grammar(true), v -> DeviceList.parse(Settings.IB_HCA.name(), v, true));
+        Settings.SOCKET_FAMILY.grammar(() -> "AF_INET or AF_INET6", Family::parse);
+    }
+
     /** Parses a {@code JCCL_SOCKET_IFNAME} value ({@link DeviceList} grammar, no ports). */
     public static DeviceList parse(String spec) {
         return DeviceList.parse(Settings.SOCKET_IFNAME.name(), spec, false);

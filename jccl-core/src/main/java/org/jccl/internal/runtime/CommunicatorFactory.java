@@ -40,6 +40,7 @@ import org.jccl.internal.topo.NetInitReport;
 import org.jccl.internal.transport.local.LocalTransport;
 import org.jccl.internal.transport.shm.ShmTransport;
 import org.jccl.internal.transport.tcp.TcpTransport;
+import org.jccl.internal.util.ResourceLimits;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.Transport;

@@ -2,6 +2,7 @@ package org.jccl.internal.runtime;
 
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
+import org.jccl.internal.guard.OpGuard;
 
 /**
  * One queued operation: what it is (for messages and the flight recorder) and how to run it on
@@ -34,6 +35,20 @@ abstract class Op {
 
     /** Runs the operation to completion, on the operation thread. */
     abstract void run(OpContext ctx) throws Exception;
+
+    /** The guard word of this operation (computed when its call starts, OpContext#beginCall). */
+    long guardWord() {
+        if (this instanceof P2pOp) {
+            return OpGuard.p2p();
+        }
+        int kind = OpGuard.kindOf(name);
+        if (kind == 0) {
+            return (long) OpGuard.KIND_INTERNAL << 60;
+        }
+        // Element sizes are powers of two: a shift, not a division (this runs on every call's path).
+        long count = kind == 7 ? OpGuard.COUNT_ANY : type == null ? bytes : bytes >>> Integer.numberOfTrailingZeros(type.size());
+        return OpGuard.of(kind, count, type, reduceOp, rootOrPeer);
+    }
 
     /** "allReduce #17 (4096 B float sum)", the way errors name an operation. */
     String describe() {

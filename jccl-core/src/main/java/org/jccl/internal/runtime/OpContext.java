@@ -12,8 +12,14 @@ import java.nio.channels.Selector;
 import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.PeerFailedException;
+import org.jccl.internal.algo.CollectiveContext;
 import org.jccl.internal.config.Settings;
+import org.jccl.internal.guard.OpGuard;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.tune.AlgoSelector;
+import org.jccl.internal.tune.Hierarchy;
+import org.jccl.internal.tune.Tuner;
+import org.jccl.internal.util.ResourceLimits;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
@@ -29,7 +35,7 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  * {@link #wake()}): a rank whose peer is a few microseconds behind reacts at once, while one waiting
  * for a straggler uses no CPU.
  */
-public final class OpContext {
+public final class OpContext implements CollectiveContext {
     /** Longest blind block; a safety net only, since sockets and wake() end the block early. */
     private static final long MAX_BLOCK_MILLIS = 50;
 
@@ -105,11 +111,13 @@ public final class OpContext {
      * This rank as the running collective sees it: its rank in the communicator, or its index in the
      * group of a stage of a hierarchical collective ({@link #inGroup}).
      */
+    @Override
     public int rank() {
         return group == null ? comm.rank() : groupRank;
     }
 
     /** Ranks of the running collective: the communicator's, or the group's of a hierarchical stage. */
+    @Override
     public int size() {
         return group == null ? comm.size() : group.length;
     }
@@ -131,6 +139,7 @@ public final class OpContext {
      *
      * @param members communicator ranks of the group, this rank among them
      */
+    @Override
     public void inGroup(int[] members, Tuner tuner, Runnable body) {
         if (group != null) {
             throw new IllegalStateException("stages of hierarchical collectives do not nest");
@@ -161,16 +170,19 @@ public final class OpContext {
     }
 
     /** The communicator's host layout, when its ranks span hosts and a hierarchical collective may run; null in a stage. */
+    @Override
     public Hierarchy hierarchy() {
         return group == null ? comm.hierarchy() : null;
     }
 
     /** Pipelining granularity of ring algorithms, in bytes ({@code JCCL_CHUNK_SIZE}). */
+    @Override
     public long chunkBytes() {
         return comm.chunkBytes();
     }
 
     /** All-reduce messages up to this many bytes use recursive doubling ({@code JCCL_RD_THRESHOLD}); -1 when unset (the tuner decides). */
+    @Override
     public long rdThreshold() {
         return comm.rdThreshold();
     }
@@ -181,6 +193,7 @@ public final class OpContext {
     }
 
     /** The cost-model tuner that picks algorithms (honouring {@code JCCL_ALGO}). */
+    @Override
     public Tuner tuner() {
         return group == null ? comm.tuner() : groupTuner;
     }
@@ -253,7 +266,7 @@ public final class OpContext {
         if (!guardOn) {
             return;
         }
-        long g = OpGuard.of(op); // here, not when the operation is made: nothing on the call path with JCCL_CHECK=none
+        long g = op.guardWord(); // here, not when the operation is made: nothing on the call path with JCCL_CHECK=none
         guard = g;
         if (!OpGuard.isCollective(g)) {
             callIndex = -1;
@@ -908,6 +921,7 @@ public final class OpContext {
      * The communicator's shared collective segment (every rank of the communicator on this host over
      * SHM), or null; the same on every rank.
      */
+    @Override
     public ShmCollArea sharedArea() {
         if (group != null) {
             return null;
@@ -931,6 +945,7 @@ public final class OpContext {
      * bounded time, when the communicator is aborted, a peer closed its communicator, or a peer's
      * process is gone (checked every 50 ms).
      */
+    @Override
     public void awaitShared(ShmCollArea a, boolean reducedWord, long round) {
         int n = a.ranks();
         int me = a.rank();
@@ -948,6 +963,7 @@ public final class OpContext {
     }
 
     /** {@link #awaitShared} for one peer {@code q}. */
+    @Override
     public void awaitSharedOne(ShmCollArea a, int q, boolean reducedWord, long round) {
         if (word(a, q, reducedWord) < round) {
             awaitSharedPeer(a, q, reducedWord, round);
@@ -1080,6 +1096,7 @@ public final class OpContext {
      * each way between this rank and every peer (a peer reads that much out of this rank's area,
      * this rank as much out of each peer's). Once per operation, never per round.
      */
+    @Override
     public void countShared(long perPeer) {
         counters.shared(rank(), perPeer);
     }
@@ -1090,6 +1107,7 @@ public final class OpContext {
      * peer reads its slice out of this rank's area and this rank's reduced slice, and this rank reads
      * as much from it, so each pair moves (its slice + this rank's slice) each way.
      */
+    @Override
     public void countSharedSlices(long count, long perRound, int elementBytes) {
         int n = size();
         int me = rank();
@@ -1109,6 +1127,7 @@ public final class OpContext {
     }
 
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */
+    @Override
     public P2pRequest send(int groupPeer, MemorySegment src) {
         int peer = global(groupPeer);
         if (signing != 0 && signedTo[peer] != signing) {
@@ -1122,6 +1141,7 @@ public final class OpContext {
     }
 
     /** Posts a receive of exactly {@code dst.byteSize()} bytes from {@code peer}. */
+    @Override
     public P2pRequest recv(int groupPeer, MemorySegment dst) {
         int peer = global(groupPeer);
         if (signing != 0 && signedFrom[peer] != signing) {
@@ -1135,6 +1155,7 @@ public final class OpContext {
     }
 
     /** Waits for one request, driving progress on every connection. */
+    @Override
     public void await(P2pRequest r) {
         int idle = 0;
         while (!r.isDone()) {
@@ -1151,6 +1172,7 @@ public final class OpContext {
     }
 
     /** Waits for all requests (nulls are skipped). */
+    @Override
     public void awaitAll(P2pRequest... rs) {
         for (P2pRequest r : rs) {
             if (r != null) {
@@ -1160,6 +1182,7 @@ public final class OpContext {
     }
 
     /** Waits for all requests in the list, then clears it. */
+    @Override
     public void awaitAll(List<P2pRequest> rs) {
         for (P2pRequest r : rs) {
             await(r);
@@ -1172,6 +1195,7 @@ public final class OpContext {
      * Scratch memory of at least {@code bytes} for slot {@code slot} (0..5, see {@link #SCRATCH_SLOTS}), reused across operations
      * and grown on demand; contents are undefined. Slots never alias each other.
      */
+    @Override
     public MemorySegment scratch(int slot, long bytes) {
         MemorySegment s = scratch[slot];
         if (s == null || s.byteSize() < bytes) {

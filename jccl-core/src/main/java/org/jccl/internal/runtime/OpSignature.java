@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
+import org.jccl.internal.guard.OpGuard;
 
 /**
  * The 32-byte signature of one collective that ranks exchange when {@code JCCL_CHECK=1}, so that
@@ -30,8 +31,7 @@ final class OpSignature {
     private static final int MAGIC = 0x3147534a;
 
     /** Collectives that carry a signature; the index is the wire code. Never reorder: append. */
-    static final List<String> COLLECTIVES = List.of("allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
-            "allToAll", "allToAllv", "gather", "scatter", "barrier");
+    static final List<String> COLLECTIVES = OpGuard.COLLECTIVES;
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);

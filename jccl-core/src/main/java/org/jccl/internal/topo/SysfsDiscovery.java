@@ -134,7 +134,7 @@ public final class SysfsDiscovery {
     }
 
     /** mlx5_2 before mlx5_10, node2 before node10. */
-    static int naturalOrder(String a, String b) {
+    public static int naturalOrder(String a, String b) {
         Matcher ma = Pattern.compile("^(.*?)(\\d+)$").matcher(a);
         Matcher mb = Pattern.compile("^(.*?)(\\d+)$").matcher(b);
         if (ma.matches() && mb.matches() && ma.group(1).equals(mb.group(1)) && ma.group(2).length() < 10 && mb.group(2).length() < 10) {

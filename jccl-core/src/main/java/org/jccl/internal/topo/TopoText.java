@@ -2,6 +2,7 @@ package org.jccl.internal.topo;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import org.jccl.ConfigException;
@@ -76,7 +77,7 @@ public final class TopoText {
             if (nn != null) {
                 sb.append(": CPUs ").append(nn.cpuList());
                 if (nn.memTotalKib() > 0) {
-                    sb.append(", ").append(Doctor.bytes(nn.memTotalKib() * 1024)).append(" memory");
+                    sb.append(", ").append(bytes(nn.memTotalKib() * 1024)).append(" memory");
                 }
             }
             sb.append('\n');
@@ -98,8 +99,8 @@ public final class TopoText {
                 .append(g.dmaBuf() ? "; dma-buf possible" : "; no dma-buf").append(" (kernel ")
                 .append(g.kernelRelease().isEmpty() ? "?" : g.kernelRelease()).append(", NVIDIA driver ")
                 .append(g.nvidiaDriver().isEmpty() ? "not loaded" : g.nvidiaDriver() + (g.openKernelModule() ? " open" : "")).append(")\n");
-        sb.append("shared memory: ").append(t.shm().dir()).append(' ').append(Doctor.bytes(t.shm().freeBytes())).append(" free of ")
-                .append(Doctor.bytes(t.shm().totalBytes())).append('\n');
+        sb.append("shared memory: ").append(t.shm().dir()).append(' ').append(bytes(t.shm().freeBytes())).append(" free of ")
+                .append(bytes(t.shm().totalBytes())).append('\n');
         Limits l = t.limits();
         sb.append("limits: memlock ").append(lim(l.memlockSoft(), true)).append(", open files ").append(lim(l.nofileSoft(), false))
                 .append(", processes ").append(lim(l.nprocSoft(), false)).append(", pids.max ").append(lim(l.pidsMax(), false))
@@ -111,7 +112,7 @@ public final class TopoText {
     }
 
     private static String lim(long v, boolean bytes) {
-        return v == Limits.UNLIMITED ? "unlimited" : v == Limits.UNKNOWN ? "?" : bytes ? Doctor.bytes(v) : Long.toString(v);
+        return v == Limits.UNLIMITED ? "unlimited" : v == Limits.UNKNOWN ? "?" : bytes ? bytes(v) : Long.toString(v);
     }
 
     private static void add(Map<Integer, Node> byNuma, Topology t, PciLocation pci, String label) {
@@ -184,5 +185,20 @@ public final class TopoText {
             sb.append("  rank ").append(i).append(" GPU ").append(t.gpus().indexOf(visible.get(i))).append(" -> ")
                     .append(String.join(" + ", r.perGpu().get(i).stream().map(NicAssignment.Choice::toString).toList())).append('\n');
         }
+    }
+
+    /** A byte count in binary units ("1.5 GiB"), "unknown" when negative. */
+    public static String bytes(long b) {
+        if (b < 0) {
+            return "unknown";
+        }
+        String[] u = {"B", "KiB", "MiB", "GiB", "TiB"};
+        double v = b;
+        int i = 0;
+        while (v >= 1024 && i < u.length - 1) {
+            v /= 1024;
+            i++;
+        }
+        return i == 0 ? b + " B" : String.format(Locale.ROOT, "%.1f %s", v, u[i]);
     }
 }

@@ -11,6 +11,7 @@ import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
+import org.jccl.internal.util.Json;
 
 /**
  * Where a process gets its topology: {@code JCCL_TOPO_FILE} (a saved one) or discovery, and

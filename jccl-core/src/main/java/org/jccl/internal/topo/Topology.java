@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.jccl.internal.util.Json;
 
 /**
  * What this host has, as far as collective communication cares: NUMA nodes, network interfaces,
@@ -220,7 +221,7 @@ public record Topology(String hostname, int cpus, List<NumaNode> numaNodes, List
             return kernelAtLeast(5, 12) && openKernelModule && driverMajor() >= 515;
         }
 
-        boolean kernelAtLeast(int major, int minor) {
+        public boolean kernelAtLeast(int major, int minor) {
             java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(\\d+)\\.(\\d+)").matcher(kernelRelease);
             if (!m.find()) {
                 return false;

@@ -4,7 +4,7 @@
  * use synthetic trees) and from NVML when present ({@link org.jccl.internal.topo.Nvml}, an optional
  * FFM gate); {@link org.jccl.internal.topo.PciLocation} gives NCCL's PIX/PXB/PHB/SYS distances;
  * {@link org.jccl.internal.topo.NicAssignment} gives each local GPU its nearest NICs, balanced so
- * every HCA carries traffic; {@link org.jccl.internal.topo.Doctor} runs {@code jccl doctor}'s
+ * every HCA carries traffic; {@link org.jccl.internal.doctor.Doctor} runs {@code jccl doctor}'s
  * checks. Nothing here throws because a file is missing: unknown stays unknown, and the doctor says
  * which check it could not make and why.
  */

@@ -21,7 +21,7 @@ import org.jccl.Config;
 import org.jccl.Jccl;
 import org.jccl.JcclTimeoutException;
 import org.jccl.ReduceOp;
-import org.jccl.internal.config.LaunchEnvironment;
+import org.jccl.internal.launch.LaunchEnvironment;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

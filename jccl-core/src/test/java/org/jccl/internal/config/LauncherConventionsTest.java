@@ -14,6 +14,7 @@ import java.util.Map;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.internal.bootstrap.FixedAddressExchange;
+import org.jccl.internal.launch.LaunchEnvironment;
 import org.jccl.internal.launch.Pmix;
 import org.jccl.internal.launch.PmixExchange;
 import org.jccl.internal.launch.SlurmNodelistExchange;

@@ -27,7 +27,7 @@ import org.jccl.PeerFailedException;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
 import org.jccl.internal.control.FlightRecorder;
-import org.jccl.internal.topo.Json;
+import org.jccl.internal.util.Json;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

@@ -17,6 +17,7 @@ import org.jccl.internal.topo.Topology.Gpu;
 import org.jccl.internal.topo.Topology.Limits;
 import org.jccl.internal.topo.Topology.NetDevice;
 import org.jccl.internal.topo.Topology.RdmaDevice;
+import org.jccl.internal.util.Json;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;

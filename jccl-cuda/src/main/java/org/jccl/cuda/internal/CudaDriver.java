@@ -483,7 +483,7 @@ public final class CudaDriver {
     /** The error for a page-locked allocation the host refused (separate so it can be tested without a GPU). */
     public static org.jccl.ResourceException hostAllocFailure(long bytes, int flags, String what, int result) {
         String call = "cuMemHostAlloc(bytes=" + bytes + ", flags=" + flags + ") failed: " + what;
-        return new org.jccl.ResourceException(call + "; " + org.jccl.internal.runtime.ResourceLimits.lockedMemoryAdvice(bytes),
+        return new org.jccl.ResourceException(call + "; " + org.jccl.internal.util.ResourceLimits.lockedMemoryAdvice(bytes),
                 new CudaException(call, result));
     }
 

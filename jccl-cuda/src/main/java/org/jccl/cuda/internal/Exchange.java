@@ -16,7 +16,7 @@ public interface Exchange {
 
     /**
      * Publishes this rank's (in, out) device pointers for collective {@code epoch} (0 where absent)
-     * with {@code guard}, the mismatch guard's word of its call (org.jccl.internal.runtime.OpGuard; 0: none).
+     * with {@code guard}, the mismatch guard's word of its call (org.jccl.internal.guard.OpGuard; 0: none).
      */
     void publishCollective(int rank, long epoch, long in, long out, long guard);
 
@@ -33,7 +33,7 @@ public interface Exchange {
      * {@code q}'s {@code theirs}; null when they agree.
      */
     static org.jccl.InvalidUsageException mismatch(int rank, long epoch, int q, long theirs, long mine) {
-        if (!org.jccl.internal.runtime.OpGuard.mismatch(theirs, mine)) {
+        if (!org.jccl.internal.guard.OpGuard.mismatch(theirs, mine)) {
             return null;
         }
         return mismatch(rank, epoch, q, theirs, mine, "found by the mismatch guard, before any kernel ran");
@@ -42,9 +42,9 @@ public interface Exchange {
     /** The MISMATCH error of two different calls, {@code how} saying where the guard found it. */
     static org.jccl.InvalidUsageException mismatch(int rank, long epoch, int q, long theirs, long mine, String how) {
         return new org.jccl.InvalidUsageException(org.jccl.ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch
-                + " failed: mismatched collective calls: rank " + q + " called " + org.jccl.internal.runtime.OpGuard.describe(theirs)
-                + " but rank " + rank + " called " + org.jccl.internal.runtime.OpGuard.describe(mine) + "; they differ in "
-                + String.join(", ", org.jccl.internal.runtime.OpGuard.differences(theirs, mine)) + " (" + how + "). " + FIX);
+                + " failed: mismatched collective calls: rank " + q + " called " + org.jccl.internal.guard.OpGuard.describe(theirs)
+                + " but rank " + rank + " called " + org.jccl.internal.guard.OpGuard.describe(mine) + "; they differ in "
+                + String.join(", ", org.jccl.internal.guard.OpGuard.differences(theirs, mine)) + " (" + how + "). " + FIX);
     }
 
     /** What every mismatch message ends with. */
@@ -66,7 +66,7 @@ public interface Exchange {
         if (theirs == 0) {
             m = "rank " + rank + ": GPU collective #" + epoch + " failed: mismatched collective calls: rank " + q + " called an"
                     + " all-reduce of at most JCCL_CUDA_ONESHOT_MAX bytes (run as " + ONESHOT + "; the exact call is no longer"
-                    + " recorded) but rank " + rank + " called " + org.jccl.internal.runtime.OpGuard.describe(mine) + " (" + how + "). "
+                    + " recorded) but rank " + rank + " called " + org.jccl.internal.guard.OpGuard.describe(mine) + " (" + how + "). "
                     + FIX;
         } else if (theirs == mine) {
             m = sameCallOtherAlgorithm(rank, epoch, q, mine, "rank " + q + " ran it as " + ONESHOT + " and this rank did not")
@@ -93,7 +93,7 @@ public interface Exchange {
     /** Both ranks called {@code call}, but their settings made them run different algorithms, which cannot meet. */
     static org.jccl.InvalidUsageException sameCallOtherAlgorithm(int rank, long epoch, int q, long call, String which) {
         return new org.jccl.InvalidUsageException(org.jccl.ErrorCode.MISMATCH, "rank " + rank + ": GPU collective #" + epoch
-                + " failed: rank " + q + " and rank " + rank + " both called " + org.jccl.internal.runtime.OpGuard.describe(call)
+                + " failed: rank " + q + " and rank " + rank + " both called " + org.jccl.internal.guard.OpGuard.describe(call)
                 + ", but " + which + " (found by the mismatch guard): the ranks' settings differ; set JCCL_CUDA_ONESHOT_MAX and"
                 + " JCCL_CUDA_ALLREDUCE alike on every rank");
     }

@@ -21,7 +21,7 @@ import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.cuda.CudaException;
-import org.jccl.internal.runtime.OpGuard;
+import org.jccl.internal.guard.OpGuard;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

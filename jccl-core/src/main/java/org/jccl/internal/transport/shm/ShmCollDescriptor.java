@@ -39,7 +39,7 @@ import java.lang.invoke.VarHandle;
  * area; {@code reduced} the last round whose reduced slice it has written there. Both only grow.
  * Where round {@code k}'s region lies in every area: {@link ShmCollArea#nextRound(long)}; the inline
  * and signature slots alternate by round parity. The guard word, last in {@code arrive}'s line, holds the
- * mismatch guard's signature of the call that published the round (org.jccl.internal.runtime.OpGuard)
+ * mismatch guard's signature of the call that published the round (org.jccl.internal.guard.OpGuard)
  * with the round's parity in bit 0, written before {@code arrive} and read after it; readers compare
  * it with their own call's (see {@link ShmCollArea#guardOf}). The words of one rank sit 128 bytes from
  * those of the next (the adjacent-line prefetcher pulls 128-byte pairs), and only their owner

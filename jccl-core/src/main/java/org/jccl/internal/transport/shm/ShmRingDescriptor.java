@@ -78,7 +78,7 @@ final class ShmRingDescriptor {
     static final long META_MESSAGE_BYTES = 0;
     static final long META_CHUNK_BYTES = 8;
     /**
-     * The guard word (org.jccl.internal.runtime.OpGuard) of the call that sent the chunk's message:
+     * The guard word (org.jccl.internal.guard.OpGuard) of the call that sent the chunk's message:
      * the receiver compares it with its own call's before the message size (version 3).
      */
     static final long META_GUARD = 16;

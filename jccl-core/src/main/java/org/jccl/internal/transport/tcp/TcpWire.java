@@ -43,7 +43,7 @@ import java.nio.ByteBuffer;
  * whose posted size differs can name both sizes; each side derives the stripe's extent from the
  * message length with {@link #stripeOffset}/{@link #stripeLength}. The guard word is the mismatch
  * guard's compact signature of the call that sent the message (collective, count, data type, op,
- * root; {@code org.jccl.internal.runtime.OpGuard}); the receiver compares it with its own call's
+ * root; {@code org.jccl.internal.guard.OpGuard}); the receiver compares it with its own call's
  * before the length, on every stripe, so that ranks whose calls differ fail even where their
  * messages happen to have the same size (0 on either side: no guard, {@code JCCL_CHECK=none}).
  * Version 2 of the header (magic "JCT2"/"JCC2"); version 1 ("JCTS"/"JCTC", 16 bytes, no guard)

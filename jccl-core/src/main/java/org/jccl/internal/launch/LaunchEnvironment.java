@@ -1,4 +1,4 @@
-package org.jccl.internal.config;
+package org.jccl.internal.launch;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -11,9 +11,8 @@ import org.jccl.JcclId;
 import org.jccl.internal.bootstrap.FixedAddressExchange;
 import org.jccl.internal.bootstrap.RootExchange;
 import org.jccl.internal.bootstrap.TorchStoreExchange;
-import org.jccl.internal.launch.LauncherChannels;
-import org.jccl.internal.launch.Pmix;
-import org.jccl.internal.launch.PmixException;
+import org.jccl.internal.config.JobSecret;
+import org.jccl.internal.config.UserSecret;
 
 /**
  * Reads the job identity (rank, world size, local rank, bootstrap root, secret) from the variables

@@ -1,4 +1,4 @@
-package org.jccl.internal.runtime;
+package org.jccl.internal.tune;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -7,9 +7,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import org.jccl.internal.runtime.AlgoSelector.Algo;
-import org.jccl.internal.runtime.AlgoSelector.Coll;
-import org.jccl.internal.transport.shm.ShmTransport;
+import org.jccl.internal.tune.AlgoSelector.Algo;
+import org.jccl.internal.tune.AlgoSelector.Coll;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.Transport;
 
@@ -43,7 +42,7 @@ public final class Hierarchy {
      * measured faster up to 32 KiB (each of the hierarchy's three stages waits for a core); the
      * flat tuner uses {@link Tuner#SHM} itself.
      */
-    static final double SHM_BETA = 7.8e-11;
+    public static final double SHM_BETA = 7.8e-11;
 
     private final int[] hostOf;
     private final int[][] members;
@@ -88,7 +87,7 @@ public final class Hierarchy {
      * The layout of a communicator, or null when hierarchical collectives do not apply: all ranks on
      * one host, or one rank per host (the flat algorithms are then the same thing).
      */
-    static Hierarchy of(int rank, PeerInfo[] peers, List<Transport> transports, AlgoSelector selector, long chunkBytes) {
+    public static Hierarchy of(int rank, PeerInfo[] peers, List<Transport> transports, AlgoSelector selector, long chunkBytes) {
         Map<String, List<Integer>> byHost = new LinkedHashMap<>();
         for (int r = 0; r < peers.length; r++) {
             byHost.computeIfAbsent(peers[r].hostHash(), k -> new ArrayList<>()).add(r);
@@ -120,7 +119,7 @@ public final class Hierarchy {
             }
         }
         Tuner.Model in = Tuner.slowest(intraNames);
-        if (intraNames.equals(Set.of(ShmTransport.NAME))) {
+        if (intraNames.equals(Set.of("SHM"))) {
             // The same-host stage keeps the constants it was measured with (see SHM_BETA).
             in = new Tuner.Model(in.transport(), Tuner.TCP.alpha(), SHM_BETA, in.gamma(), in.copy());
         }
@@ -218,7 +217,7 @@ public final class Hierarchy {
     }
 
     /** Model cost of the hierarchical form of {@code coll}, for the flat {@link Tuner}'s comparison. */
-    double cost(Coll coll, long bytes) {
+    public double cost(Coll coll, long bytes) {
         return switch (coll) {
             case ALLREDUCE -> equal ? Math.min(sliceAllReduceCost(bytes), leaderAllReduceCost(bytes)) : leaderAllReduceCost(bytes);
             case BROADCAST -> best(Coll.BROADCAST, bytes, members.length, interModel, Algo.TREE, Algo.SCATTER_ALLGATHER)
@@ -236,7 +235,7 @@ public final class Hierarchy {
      * alpha + m (beta + gamma) at the root), the cheapest allowed all-reduce of m bytes among the H
      * hosts, the cheapest allowed broadcast of m over L.
      */
-    double leaderAllReduceCost(long bytes) {
+    public double leaderAllReduceCost(long bytes) {
         return treeReduce(bytes, maxLocal, intraModel)
                 + best(Coll.ALLREDUCE, bytes, members.length, interModel, Algo.RD, Algo.RABENSEIFNER, Algo.RING)
                 + best(Coll.BROADCAST, bytes, maxLocal, intraModel, Algo.TREE, Algo.SCATTER_ALLGATHER);
@@ -246,7 +245,7 @@ public final class Hierarchy {
      * Slice form, L ranks per host: ring reduce-scatter (L-1)(alpha + m/L (beta + gamma)), the
      * cheapest allowed all-reduce of m/L among H, ring all-gather (L-1)(alpha + m/L beta).
      */
-    double sliceAllReduceCost(long bytes) {
+    public double sliceAllReduceCost(long bytes) {
         int l = maxLocal;
         double m = bytes;
         Tuner.Model i = intraModel;
@@ -284,7 +283,7 @@ public final class Hierarchy {
      * of a host ((L-1)(alpha + m/L (beta + gamma))), ring reduce-scatter of the m/L of a slice group
      * over the H hosts ((H-1)(alpha + m/(LH) (beta + gamma))).
      */
-    double sliceReduceScatterCost(long bytes) {
+    public double sliceReduceScatterCost(long bytes) {
         int l = maxLocal;
         int h = members.length;
         double m = bytes;
@@ -299,7 +298,7 @@ public final class Hierarchy {
      * ring reduce-scatter of the hosts' regions among those ((H-1)(alpha + m/H (beta + gamma))), and
      * the blocks sent to the host's ranks ((L-1)(alpha + m/N beta)).
      */
-    double leaderReduceScatterCost(long bytes) {
+    public double leaderReduceScatterCost(long bytes) {
         int n = hostOf.length;
         int h = members.length;
         double m = bytes;

@@ -1,4 +1,4 @@
-package org.jccl.internal.runtime;
+package org.jccl.internal.util;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,7 +22,7 @@ public final class ResourceLimits {
     private static final Class<?> PRELOADED = org.jccl.ResourceException.class;
 
     /** Loads this class and what its messages need while descriptors are still available. */
-    static void preload() {
+    public static void preload() {
         if (PRELOADED == null || OPEN_FILES == null) {
             throw new IllegalStateException();
         }
@@ -81,7 +81,7 @@ public final class ResourceLimits {
     }
 
     /** 65536 -> "64 KiB", 1536 -> "1.5 KiB". */
-    static String binary(long b) {
+    public static String binary(long b) {
         String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
         double v = b;
         int u = 0;
@@ -93,7 +93,7 @@ public final class ResourceLimits {
     }
 
     /** The soft and hard value of a line of /proc/self/limits, or "unknown". */
-    static String[] limit(String name) {
+    public static String[] limit(String name) {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/limits"))) {
                 if (line.startsWith(name)) {

@@ -1,4 +1,4 @@
-package org.jccl.internal.runtime;
+package org.jccl.internal.tune;
 
 import java.util.EnumMap;
 import java.util.EnumSet;
@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.jccl.ConfigException;
+import org.jccl.internal.config.Settings;
 
 /**
  * Which algorithms a collective may use, from {@code JCCL_ALGO} in NCCL's grammar:
@@ -106,6 +107,11 @@ public final class AlgoSelector {
         for (Coll c : Coll.values()) {
             allowed.put(c, EnumSet.allOf(Algo.class));
         }
+    }
+
+    /** Registers the grammar of {@code JCCL_ALGO} with its parser. */
+    public static void registerGrammars() {
+        Settings.ALGO.grammar(() -> "NCCL's JCCL_ALGO grammar: ring,rd | ^rd | allreduce:ring;broadcast:tree", AlgoSelector::parse);
     }
 
     /** Parses a JCCL_ALGO value; null or blank allows everything. */

@@ -1,4 +1,4 @@
-package org.jccl.internal.runtime;
+package org.jccl.internal.tune;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -8,8 +8,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jccl.ConfigException;
 import org.jccl.internal.log.Log;
-import org.jccl.internal.runtime.AlgoSelector.Algo;
-import org.jccl.internal.runtime.AlgoSelector.Coll;
+import org.jccl.internal.tune.AlgoSelector.Algo;
+import org.jccl.internal.tune.AlgoSelector.Coll;
 
 /**
  * Picks the algorithm of a collective from an alpha-beta-gamma cost model: a message of m bytes
@@ -49,8 +49,8 @@ public final class Tuner {
      * the transport. LOCAL: 1.0 us, 20.9 GB/s; TCP over loopback: 6.4 us, 1.7 GB/s; reduction
      * 12.3 GB/s of vector; copy 26 GB/s.
      */
-    static final Model LOCAL = new Model("LOCAL", 1.01e-6, 4.79e-11, 8.13e-11, 3.83e-11);
-    static final Model TCP = new Model("TCP", 6.43e-6, 5.79e-10, 8.13e-11, 3.83e-11);
+    public static final Model LOCAL = new Model("LOCAL", 1.01e-6, 4.79e-11, 8.13e-11, 3.83e-11);
+    public static final Model TCP = new Model("TCP", 6.43e-6, 5.79e-10, 8.13e-11, 3.83e-11);
 
     /*
      * SHM (the /dev/shm rings), measured inside real algorithms rather than by a ping-pong (whose
@@ -62,7 +62,7 @@ public final class Tuner {
      * less its reduction (gamma / 2): 1.86e-10 s/B, 5.4 GB/s, the two copies per transfer of the
      * rings included. gamma and copy are the machine's (LOCAL's), as for every transport.
      */
-    static final Model SHM = new Model("SHM", 0.56e-6, 1.86e-10, LOCAL.gamma, LOCAL.copy);
+    public static final Model SHM = new Model("SHM", 0.56e-6, 1.86e-10, LOCAL.gamma, LOCAL.copy);
     private static final Map<String, Model> MEASURED = Map.of("LOCAL", LOCAL, "TCP", TCP, "SHM", SHM);
 
     /**
@@ -182,7 +182,7 @@ public final class Tuner {
     }
 
     /** Makes {@code Algo.HIER} priced by {@code h}'s model; set once, before the first operation. */
-    void hierarchy(Hierarchy h) {
+    public void hierarchy(Hierarchy h) {
         this.hierarchy = h;
     }
 
@@ -252,7 +252,7 @@ public final class Tuner {
         return (us < 10 ? String.format(Locale.ROOT, "%.1f", us) : Long.toString(Math.round(us))) + " us";
     }
 
-    static String name(Coll c) {
+    public static String name(Coll c) {
         return switch (c) {
             case ALLREDUCE -> "all_reduce";
             case ALLGATHER -> "all_gather";
@@ -280,7 +280,7 @@ public final class Tuner {
      * gamma + m/n copy of the reduced slice into the area + (n-1)/n m copy out; all-gather and
      * reduce-scatter: one copy in and one out (or one reduction) per byte.
      */
-    static double sharedCost(Coll coll, long bytes, int n, long h) {
+    public static double sharedCost(Coll coll, long bytes, int n, long h) {
         if (h <= 0) {
             return Double.MAX_VALUE;
         }

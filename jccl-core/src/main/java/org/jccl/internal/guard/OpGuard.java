@@ -1,4 +1,4 @@
-package org.jccl.internal.runtime;
+package org.jccl.internal.guard;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -18,12 +18,12 @@ import org.jccl.ReduceOp;
  *  | kind   | type   | op   | root + 1 (0 none) | count in elements (36 bits)        | p |
  *  +--------+--------+------+-------------------+------------------------------------+---+
  * </pre>
- * {@code kind}: 1-10 the collectives of {@link OpSignature#COLLECTIVES} in that order, {@link
+ * {@code kind}: 1-10 the collectives of {@link #COLLECTIVES} in that order, {@link
  * #KIND_P2P} a send or receive (which compare no arguments: the transports already refuse messages
  * of the wrong size, and legitimate send/recv pairs may differ in type), {@link #KIND_INTERNAL} an
  * operation jccl runs itself; {@code type} and {@code op} enum ordinals plus one (0: none); {@code
- * root} modulo 65535; {@code count} the operation's elements ({@link Op#bytes} / type size, the size
- * {@link Op#describe()} prints) modulo 2^36, all ones for allToAllv (whose counts legitimately
+ * root} modulo 65535; {@code count} the operation's elements (the operation's bytes / type size, the size
+ * the operation's description prints) modulo 2^36, all ones for allToAllv (whose counts legitimately
  * differ per rank). {@code p} is 0 here; the shared segment stores the round's parity in it.
  * The word 0 means "no guard" (the sender runs with {@code JCCL_CHECK=none}).
  */
@@ -33,24 +33,14 @@ public final class OpGuard {
     /** Kind of an operation jccl runs itself (measurements). */
     public static final int KIND_INTERNAL = 12;
     /** Count field value of allToAllv, whose per-rank counts differ legitimately. */
-    static final long COUNT_ANY = (1L << 36) - 1;
+    public static final long COUNT_ANY = (1L << 36) - 1;
     private static final int ROOT_MOD = 0xFFFF;
 
-    private OpGuard() {
-    }
+    /** The collectives in the order of their kind (1 = allReduce ...); the wire formats depend on this order. */
+    public static final List<String> COLLECTIVES = List.of("allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
+            "allToAll", "allToAllv", "gather", "scatter", "barrier");
 
-    /** The guard word of {@code op} (computed when its call starts, OpContext#beginCall). */
-    static long of(Op op) {
-        if (op instanceof P2pOp) {
-            return p2p();
-        }
-        int kind = kindOf(op.name);
-        if (kind == 0) {
-            return (long) KIND_INTERNAL << 60;
-        }
-        // Element sizes are powers of two: a shift, not a division (this runs on every call's path).
-        long count = kind == 7 ? COUNT_ANY : op.type == null ? op.bytes : op.bytes >>> Integer.numberOfTrailingZeros(op.type.size());
-        return of(kind, count, op.type, op.reduceOp, op.rootOrPeer);
+    private OpGuard() {
     }
 
     /** The guard word of a send or receive. */
@@ -59,7 +49,7 @@ public final class OpGuard {
     }
 
     /**
-     * The guard word of collective {@code name} (one of {@link OpSignature#COLLECTIVES}) of {@code count}
+     * The guard word of collective {@code name} (one of {@link #COLLECTIVES}) of {@code count}
      * elements of {@code type} (null: none) with {@code op} (null: none) and {@code root} (-1: none).
      */
     public static long collective(String name, long count, DataType type, ReduceOp op, int root) {
@@ -70,7 +60,8 @@ public final class OpGuard {
         return of(kind, count, type, op, root);
     }
 
-    private static long of(int kind, long count, DataType type, ReduceOp op, int root) {
+    /** The guard word of collective kind {@code kind} ({@link #kindOf}); see {@link #collective}. */
+    public static long of(int kind, long count, DataType type, ReduceOp op, int root) {
         long t = type == null ? 0 : type.ordinal() + 1;
         long o = op == null ? 0 : op.ordinal() + 1;
         long r = root < 0 ? 0 : root % ROOT_MOD + 1;
@@ -82,8 +73,8 @@ public final class OpGuard {
         return theirs != mine && theirs != 0 && mine != 0;
     }
 
-    /** 1-10: the index of {@code name} in {@link OpSignature#COLLECTIVES} plus one; 0: not a collective. */
-    static int kindOf(String name) {
+    /** 1-10: the index of {@code name} in {@link #COLLECTIVES} plus one; 0: not a collective. */
+    public static int kindOf(String name) {
         return switch (name) {
             case "allReduce" -> 1;
             case "broadcast" -> 2;
@@ -113,7 +104,7 @@ public final class OpGuard {
      * moves no data at all. allToAllv (counts legitimately differ, 0 included) and barrier (every rank
      * receives) need none.
      */
-    static boolean needsConfirmation(long g) {
+    public static boolean needsConfirmation(long g) {
         int k = kind(g);
         return switch (k) {
             case 2, 3, 8, 9 -> true;
@@ -122,14 +113,14 @@ public final class OpGuard {
         };
     }
 
-    static int kind(long g) {
+    public static int kind(long g) {
         return (int) (g >>> 60);
     }
 
     private static String kindName(long g) {
         int k = kind(g);
-        if (k >= 1 && k <= OpSignature.COLLECTIVES.size()) {
-            return OpSignature.COLLECTIVES.get(k - 1);
+        if (k >= 1 && k <= COLLECTIVES.size()) {
+            return COLLECTIVES.get(k - 1);
         }
         return switch (k) {
             case KIND_P2P -> "send/recv";
@@ -163,7 +154,7 @@ public final class OpGuard {
     /** "allReduce (300000 x float sum)", "broadcast (8 x int32 root 1)", "barrier", "send/recv". */
     public static String describe(long g) {
         int k = kind(g);
-        if (k < 1 || k > OpSignature.COLLECTIVES.size()) {
+        if (k < 1 || k > COLLECTIVES.size()) {
             return kindName(g);
         }
         StringBuilder sb = new StringBuilder(kindName(g));

@@ -1,4 +1,4 @@
-package org.jccl.internal.runtime;
+package org.jccl.internal.tune;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,8 +8,8 @@ import java.util.Set;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.Jccl;
-import org.jccl.internal.runtime.AlgoSelector.Algo;
-import org.jccl.internal.runtime.AlgoSelector.Coll;
+import org.jccl.internal.tune.AlgoSelector.Algo;
+import org.jccl.internal.tune.AlgoSelector.Coll;
 import org.junit.jupiter.api.Test;
 
 /** The tuner's choices for given constants, their crossovers, and JCCL_ALGO over them. */

@@ -1,4 +1,4 @@
-package org.jccl.internal.config;
+package org.jccl.internal.launch;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

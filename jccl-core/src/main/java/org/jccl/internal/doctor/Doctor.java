@@ -1,4 +1,4 @@
-package org.jccl.internal.topo;
+package org.jccl.internal.doctor;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,6 +14,14 @@ import org.jccl.ConfigException;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.net.DeviceList;
 import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.topo.CudaVisibleDevices;
+import org.jccl.internal.topo.GpuMapping;
+import org.jccl.internal.topo.GpuProbe;
+import org.jccl.internal.topo.NicAssignment;
+import org.jccl.internal.topo.PciDistance;
+import org.jccl.internal.topo.SysfsDiscovery;
+import org.jccl.internal.topo.TopoText;
+import org.jccl.internal.topo.Topology;
 import org.jccl.internal.topo.Topology.Container;
 import org.jccl.internal.topo.Topology.Gid;
 import org.jccl.internal.topo.Topology.Gpu;
@@ -254,20 +262,6 @@ public final class Doctor {
         return new Finding(id, Status.FAIL, msg, fix);
     }
 
-    /** 1536 -> "1.5 KiB". */
-    static String bytes(long b) {
-        if (b < 0) {
-            return "unknown";
-        }
-        String[] u = {"B", "KiB", "MiB", "GiB", "TiB"};
-        double v = b;
-        int i = 0;
-        while (v >= 1024 && i < u.length - 1) {
-            v /= 1024;
-            i++;
-        }
-        return i == 0 ? b + " B" : String.format(Locale.ROOT, "%.1f %s", v, u[i]);
-    }
 
     private static String limit(long v, boolean bytes) {
         if (v == Limits.UNLIMITED) {
@@ -276,7 +270,7 @@ public final class Doctor {
         if (v == Limits.UNKNOWN) {
             return "unknown";
         }
-        return bytes ? bytes(v) : Long.toString(v);
+        return bytes ? TopoText.bytes(v) : Long.toString(v);
     }
 
     /** World size: the environment's if it says more than N (a multi-host job), else N. */
@@ -322,15 +316,15 @@ public final class Doctor {
         int n = in.localRanks();
         Topology.Shm shm = t.shm();
         if (n <= 1) {
-            return pass(id, "1 local rank reserves no shared memory (" + shm.dir() + ": " + bytes(shm.freeBytes())
+            return pass(id, "1 local rank reserves no shared memory (" + shm.dir() + ": " + TopoText.bytes(shm.freeBytes())
                     + " free); run jccl doctor -np N to check N ranks");
         }
         int slots = Settings.SHM_SLOTS.getInt(config);
         long chunk = Settings.SHM_CHUNK.getLong(config);
         long ring = ShmReservation.ringBytes(slots, chunk);
         long need = ShmReservation.hostBytes(n, slots, chunk);
-        String how = n + " local ranks need " + bytes(need) + " (each rank reserves " + (n - 1) + " ring(s) of " + slots + " x "
-                + bytes(chunk) + " = " + bytes(ring) + " each, JCCL_SHM_SLOTS x JCCL_SHM_CHUNK)";
+        String how = n + " local ranks need " + TopoText.bytes(need) + " (each rank reserves " + (n - 1) + " ring(s) of " + slots + " x "
+                + TopoText.bytes(chunk) + " = " + TopoText.bytes(ring) + " each, JCCL_SHM_SLOTS x JCCL_SHM_CHUNK)";
         String suggest = suggestSize(need);
         String fix = t.container().shmFix(suggest) + "; or point JCCL_SHM_DIR at a larger tmpfs, make the rings smaller"
                 + " (JCCL_SHM_SLOTS, JCCL_SHM_CHUNK), or set JCCL_SHM_DISABLE=1 to use TCP between same-host ranks";
@@ -339,7 +333,7 @@ public final class Doctor {
                     "create it as a tmpfs (mount -t tmpfs -o size=" + suggest + " tmpfs " + shm.dir()
                             + ") or point JCCL_SHM_DIR at one, or set JCCL_SHM_DISABLE=1");
         }
-        String have = shm.dir() + " has " + bytes(shm.freeBytes()) + " free of " + bytes(shm.totalBytes());
+        String have = shm.dir() + " has " + TopoText.bytes(shm.freeBytes()) + " free of " + TopoText.bytes(shm.totalBytes());
         if (shm.freeBytes() < need) {
             return fail(id, have + "; " + how + ": communicator creation fails with 'not enough shared memory'", fix);
         }
@@ -350,7 +344,7 @@ public final class Doctor {
     }
 
     /** A size to suggest: twice the need, rounded up to a power of two, at least 1g. */
-    static String suggestSize(long need) {
+    public static String suggestSize(long need) {
         long want = Math.max(1L << 30, Long.highestOneBit(Math.max(1, 2 * need - 1)) << 1);
         return want % (1L << 30) == 0 ? (want >> 30) + "g" : (want >> 20) + "m";
     }

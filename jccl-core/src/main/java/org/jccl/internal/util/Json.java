@@ -1,4 +1,4 @@
-package org.jccl.internal.topo;
+package org.jccl.internal.util;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -282,14 +282,14 @@ public final class Json {
     // ---- typed access for readers of saved documents
 
     @SuppressWarnings("unchecked")
-    static Map<String, Object> obj(Object v, String what) {
+    public static Map<String, Object> obj(Object v, String what) {
         if (v instanceof Map<?, ?> m) {
             return (Map<String, Object>) m;
         }
         throw new IllegalArgumentException(what + ": expected a JSON object, found " + describe(v));
     }
 
-    static List<Object> list(Map<String, Object> m, String key) {
+    public static List<Object> list(Map<String, Object> m, String key) {
         Object v = m.get(key);
         if (v == null) {
             return List.of();
@@ -300,7 +300,7 @@ public final class Json {
         throw new IllegalArgumentException("'" + key + "': expected a JSON array, found " + describe(v));
     }
 
-    static String str(Map<String, Object> m, String key) {
+    public static String str(Map<String, Object> m, String key) {
         Object v = m.get(key);
         if (v == null || v instanceof String) {
             return (String) v;
@@ -308,7 +308,7 @@ public final class Json {
         throw new IllegalArgumentException("'" + key + "': expected a string, found " + describe(v));
     }
 
-    static long num(Map<String, Object> m, String key, long dflt) {
+    public static long num(Map<String, Object> m, String key, long dflt) {
         Object v = m.get(key);
         if (v == null) {
             return dflt;
@@ -319,7 +319,7 @@ public final class Json {
         throw new IllegalArgumentException("'" + key + "': expected a number, found " + describe(v));
     }
 
-    static boolean bool(Map<String, Object> m, String key) {
+    public static boolean bool(Map<String, Object> m, String key) {
         Object v = m.get(key);
         if (v == null) {
             return false;
@@ -330,7 +330,7 @@ public final class Json {
         throw new IllegalArgumentException("'" + key + "': expected true or false, found " + describe(v));
     }
 
-    static List<String> strings(Map<String, Object> m, String key) {
+    public static List<String> strings(Map<String, Object> m, String key) {
         List<String> out = new ArrayList<>();
         for (Object o : list(m, key)) {
             if (!(o instanceof String s)) {

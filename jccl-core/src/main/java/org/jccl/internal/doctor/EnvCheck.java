@@ -1,4 +1,4 @@
-package org.jccl.internal.topo;
+package org.jccl.internal.doctor;
 
 import java.util.ArrayList;
 import java.util.List;
