@@ -19,5 +19,8 @@ for (int r = 0; r < 3; r++) {
     String line = "[${r}] rank ${r} of 3: sum 6.0 in all 65536 elements: right"
     assert text.readLines().any { it == line }: "missing '${line}' (jccl run -np 3) in ${log}"
 }
+// `jccl perf -np 2` on the module path: its ranks checked every result.
+assert text.readLines().any { it.startsWith('# Out of bounds values : 0 OK') }: "missing the perf run's '# Out of bounds values : 0 OK' (module path) in ${log}"
+assert text.readLines().any { it.startsWith('# Collective test concluded: all_reduce_perf') }: "the perf run on the module path did not conclude, in ${log}"
 assert !text.contains('WRONG'): "a rank found a wrong element:\n" + text.readLines().findAll { it.contains('WRONG') }.join('\n')
 return true

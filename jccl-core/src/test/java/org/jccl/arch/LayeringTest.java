@@ -6,6 +6,7 @@ import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPac
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
@@ -54,6 +55,9 @@ class LayeringTest {
     @BeforeAll
     static void importMain() {
         main = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS).importPackages("org.jccl");
+        // Rules over no classes would pass: make sure the import found jccl-core's classes.
+        assertTrue(main.size() > 200, "imported only " + main.size() + " classes");
+        assertTrue(main.contain(org.jccl.internal.runtime.CommunicatorImpl.class));
     }
 
     @Test

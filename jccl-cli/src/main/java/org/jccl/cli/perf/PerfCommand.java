@@ -233,7 +233,7 @@ public final class PerfCommand implements Callable<Integer> {
             }
             if (plot != null) {
                 // Before anything is measured: a wrong name or folder, or missing libraries, end the run now.
-                org.jccl.cli.plot.BusBwChart.checkWritable(plot);
+                org.jccl.cli.plot.PlotOutput.checkWritable(plot);
             }
             return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
                     PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,

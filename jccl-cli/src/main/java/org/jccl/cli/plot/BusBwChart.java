@@ -73,9 +73,6 @@ public final class BusBwChart {
         LINEAR
     }
 
-    /** The output file's format, from its extension. */
-    public enum Format { SVG, PNG }
-
     /**
      * What to draw.
      *
@@ -109,68 +106,6 @@ public final class BusBwChart {
     }
 
     /**
-     * The format {@code out} asks for by its extension.
-     *
-     * @throws IllegalArgumentException for any other extension
-     */
-    public static Format formatOf(Path out) {
-        String name = out.getFileName() == null ? "" : out.getFileName().toString().toLowerCase(Locale.ROOT);
-        if (name.endsWith(".svg")) {
-            return Format.SVG;
-        }
-        if (name.endsWith(".png")) {
-            return Format.PNG;
-        }
-        throw new IllegalArgumentException("cannot tell the picture's format from '" + out + "': name it .svg or .png");
-    }
-
-    /**
-     * Checks, before anything is measured or read, that {@code out} can be written: its extension, its
-     * folder, and that the drawing libraries are on the classpath.
-     *
-     * @throws IllegalArgumentException naming what is wrong
-     */
-    public static void checkWritable(Path out) {
-        formatOf(out);
-        Path dir = out.toAbsolutePath().getParent();
-        if (dir == null || !Files.isDirectory(dir)) {
-            throw new IllegalArgumentException("cannot write the plot to " + out + ": folder " + dir + " does not exist");
-        }
-        if (!Files.isWritable(dir)) {
-            throw new IllegalArgumentException("cannot write the plot to " + out + ": folder " + dir + " is not writable");
-        }
-        String missing = missingLibraries();
-        if (missing != null) {
-            throw new IllegalArgumentException(missing);
-        }
-    }
-
-    /**
-     * Null when AWT, JFreeChart and Batik's SVG generator can be loaded, else what to add: the two
-     * libraries are optional dependencies of jccl-cli (bin/jccl has them; a project that depends on
-     * jccl-cli does not inherit them).
-     */
-    static String missingLibraries() {
-        if (ModuleLayer.boot().findModule("java.desktop").isEmpty()) {
-            return "plots need the java.desktop module (AWT), which this Java runtime (" + System.getProperty("java.home")
-                    + ") lacks, as a jlinked runtime may: use a full JDK, or keep the numbers with -J FILE and draw them"
-                    + " with jccl plot on a machine that has one";
-        }
-        List<String> missing = new ArrayList<>();
-        ClassLoader loader = BusBwChart.class.getClassLoader();
-        for (String[] c : new String[][] {{"org.jfree.chart.JFreeChart", "org.jfree:jfreechart"},
-            {"org.apache.batik.svggen.SVGGraphics2D", "org.apache.xmlgraphics:batik-svggen"}}) {
-            try {
-                Class.forName(c[0], false, loader);
-            } catch (ClassNotFoundException | LinkageError e) {
-                missing.add(c[1]);
-            }
-        }
-        return missing.isEmpty() ? null : "plots need " + String.join(" and ", missing) + " on the classpath (optional"
-                + " dependencies of org.jccl:jccl-cli; bin/jccl has them): add them to your build";
-    }
-
-    /**
      * Draws {@code runs} into {@code out} (.svg or .png; replaced if it exists).
      *
      * @throws PlotInputException when the runs cannot share one plot (different collectives) or have nothing to draw
@@ -178,7 +113,7 @@ public final class BusBwChart {
      * @throws IOException when the file cannot be written
      */
     public static void write(List<PerfRun> runs, Options options, Path out) throws IOException {
-        Format format = formatOf(out);
+        PlotOutput.Format format = PlotOutput.formatOf(out);
         JFreeChart chart = build(runs, options);
         Path dir = out.toAbsolutePath().getParent();
         // A temporary name beside the target, created like any file the user makes (the umask's mode: a picture is
@@ -195,9 +130,9 @@ public final class BusBwChart {
     }
 
     /** Writes {@code chart} as {@code format}. */
-    static void render(JFreeChart chart, Format format, OutputStream os) throws IOException {
+    static void render(JFreeChart chart, PlotOutput.Format format, OutputStream os) throws IOException {
         try {
-            if (format == Format.PNG) {
+            if (format == PlotOutput.Format.PNG) {
                 ChartUtils.writeChartAsPNG(os, chart, WIDTH, HEIGHT);
                 return;
             }

@@ -69,7 +69,7 @@ public final class PlotCommand implements Callable<Integer> {
                     + files.size() + " FILE(s): give at most one label per file, in the same order");
         }
         try {
-            BusBwChart.checkWritable(output);
+            PlotOutput.checkWritable(output);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "jccl plot: " + e.getMessage(), e);
         }

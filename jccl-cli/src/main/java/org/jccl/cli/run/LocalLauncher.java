@@ -285,6 +285,26 @@ public final class LocalLauncher {
         }
         List<String> cmd = new ArrayList<>();
         cmd.add(javaBinary());
+        String modulePath = System.getProperty("jdk.module.path", "");
+        if (LocalLauncher.class.getModule().isNamed() && !modulePath.isEmpty() && (extraClasspath == null || extraClasspath.isBlank())
+                && mainClass.startsWith("org.jccl.cli.")) {
+            // jccl runs as modules (java --module-path ... -m org.jccl.cli/...): the ranks run the same way.
+            cmd.add("--enable-native-access=org.jccl.core,org.jccl.cuda");
+            cmd.add("--module-path");
+            cmd.add(modulePath);
+            // The modules this JVM resolved from the module path (optional ones added with --add-modules, such
+            // as the plot libraries, included), so each rank resolves the same set.
+            List<String> resolved = ModuleLayer.boot().modules().stream()
+                    .filter(m -> m.getDescriptor() != null && !m.getName().startsWith("java.") && !m.getName().startsWith("jdk."))
+                    .map(Module::getName).sorted().toList();
+            if (!resolved.isEmpty()) {
+                cmd.add("--add-modules");
+                cmd.add(String.join(",", resolved));
+            }
+            cmd.add("-m");
+            cmd.add(LocalLauncher.class.getModule().getName() + "/" + mainClass);
+            return cmd;
+        }
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("--add-modules"); // the Vector API reduction kernels (jccl falls back to scalar without it)
         cmd.add("jdk.incubator.vector");
@@ -297,10 +317,15 @@ public final class LocalLauncher {
     /**
      * Whether {@code command} starts a JVM with the flags jccl itself puts first ({@link #javaCommand},
      * {@code jccl run} with a {@code .jar} TARGET): the java binary, {@code --enable-native-access=ALL-UNNAMED},
-     * {@code --add-modules jdk.incubator.vector}. The incubator warning of such a rank is jccl's doing
+     * {@code --add-modules jdk.incubator.vector} (or, when jccl runs as modules, the native access of its
+     * modules and the module path). The incubator warning of such a rank is jccl's doing
      * and is dropped; a command the user wrote keeps it.
      */
     static boolean isJcclJavaCommand(List<String> command) {
+        if (command.size() > 4 && command.get(0).equals(javaBinary()) && command.get(1).equals("--enable-native-access=org.jccl.core,org.jccl.cuda")
+                && command.get(2).equals("--module-path")) {
+            return true; // the module form: org.jccl.core requires the incubator module
+        }
         return command.size() > 4
                 && command.get(0).equals(javaBinary())
                 && command.get(1).equals("--enable-native-access=ALL-UNNAMED")

@@ -22,6 +22,7 @@ import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jccl.internal.util.NativeAccess;
 
 /**
  * The one gate to a PMIx client library ({@code libpmix.so.2}), loaded through FFM: the process
@@ -527,7 +528,7 @@ public final class Pmix {
             } catch (IllegalArgumentException e) {
                 return LIBRARY + " (the PMIx client library; Debian/Ubuntu: libpmix2, RHEL: pmix) was not found on the loader path";
             } catch (IllegalCallerException e) {
-                return "native access is denied to jccl (run java with --enable-native-access=ALL-UNNAMED), so PMIx is not used";
+                return "native access is denied to jccl (run java with " + NativeAccess.flag() + "), so PMIx is not used";
             } catch (RuntimeException | LinkageError e) {
                 return LIBRARY + " could not be loaded: " + e;
             }

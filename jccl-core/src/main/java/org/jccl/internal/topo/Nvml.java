@@ -11,6 +11,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
+import org.jccl.internal.util.NativeAccess;
 
 /**
  * The one gate to NVML ({@code libnvidia-ml.so.1}, STYLE.md item 7), optional: loaded through FFM
@@ -80,7 +81,7 @@ public final class Nvml implements GpuProbe {
             return GpuProbe.absent(library + " (NVML, part of the NVIDIA driver) was not found: no NVIDIA driver here, or its"
                     + " library directory is not on the loader path; NVLink peers, UUIDs and P2P checks are skipped");
         } catch (IllegalCallerException e) {
-            return GpuProbe.absent("native access is denied to jccl (run java with --enable-native-access=ALL-UNNAMED);"
+            return GpuProbe.absent("native access is denied to jccl (run java with " + NativeAccess.flag() + ");"
                     + " NVML is not used");
         } catch (RuntimeException | LinkageError e) {
             return GpuProbe.absent(library + " could not be loaded: " + e);
