@@ -1168,6 +1168,7 @@ public final class CommunicatorImpl implements Communicator {
                 // operation was failing (its link to that rank broke): the report is the cause, not the broken link.
                 e = asJccl(op, t);
             }
+            e.at(rank, -1, op.name, op.seq);
             failAll(op, e);
             if (!(t instanceof InvalidUsageException) || e.code() == ErrorCode.MISMATCH || abortCause != null) {
                 // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.
