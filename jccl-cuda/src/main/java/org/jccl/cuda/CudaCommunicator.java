@@ -22,6 +22,7 @@ import org.jccl.cuda.internal.IpcExchange;
 import org.jccl.cuda.internal.KernelArgs;
 import org.jccl.cuda.internal.KernelStatus;
 import org.jccl.cuda.internal.Kernels;
+import org.jccl.cuda.internal.SignalArea;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.topo.GpuMapping;
@@ -52,12 +53,6 @@ import org.jccl.internal.topo.GpuMapping;
  */
 public final class CudaCommunicator implements DeviceCommunicator {
     private static final int MAX_RANKS = KernelArgs.MAX_RANKS;
-    /**
-     * Signal area: 2 x 256 x 8 barrier words, ready/done/counter words, self-test words, pipeline flags (64 KiB), then the
-     * one-shot's mismatch guard words [parity][block][src] (32 KiB); then the one-shot inbox.
-     */
-    private static final long SIGNAL_BYTES = 8L * KernelArgs.SIG_WORDS;
-    private static final long SELFTEST_WORD = 4200;
     /** Broadcasts up to this many bytes use the spread kernel by default. */
     private static final long BCAST_PULL_MIN = 512 << 10;
     /** Bytes per block per round of the pipelined broadcast. */
@@ -86,6 +81,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
     private final KernelArgs pushArgs;
     private final KernelArgs flags;
     private final long pushSlot;
+    private final SignalArea area;
     private final long ringSlice;
     private final long bcastPart;
     private final String allReduceAlgo;
@@ -152,6 +148,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
         this.args = KernelArgs.collective(arena);
         this.p2pArgs = KernelArgs.p2p(arena);
         this.pushSlot = pushSlot(config);
+        this.area = new SignalArea(oneshotMax, pushSlot, size);
         this.allReduceAlgo = choice(Settings.CUDA_ALLREDUCE, config, "auto", "oneshot", "twoshot", "push", "push-serial", "ce", "ring");
         this.reduceScatterAlgo = choice(Settings.CUDA_REDUCE_SCATTER, config, "auto", "load", "ce");
         this.ceChunk = Settings.CUDA_CE_CHUNK.getLong(config) / 256 * 256;
@@ -209,22 +206,17 @@ public final class CudaCommunicator implements DeviceCommunicator {
         return a;
     }
 
-    /**
-     * Bytes of each rank's peer-mapped area: signal words, the one-shot inbox [parity][source rank][slot],
-     * then the push scratch [source rank][slot].
-     */
+    /** Bytes of each rank's peer-mapped area ({@link SignalArea}). */
     private static long areaBytes(Config config, int n) {
-        return SIGNAL_BYTES + 2L * MAX_RANKS * oneshotMax(config) + (long) n * pushSlot(config);
+        return new SignalArea(oneshotMax(config), pushSlot(config), n).bytes();
     }
 
-    /** Address of the push scratch slot, in the area at {@code area}, for data from {@code src}. */
-    private long pushScratch(long area, int src) {
-        return area + SIGNAL_BYTES + 2L * MAX_RANKS * oneshotMax + src * pushSlot;
+    private long pushScratch(long a, int src) {
+        return area.pushScratch(a, src);
     }
 
-    /** Address of the inbox slot, in the area at {@code area}, for data from {@code src} in operations of {@code parity}. */
-    private long inbox(long area, long parity, int src) {
-        return area + SIGNAL_BYTES + (parity * MAX_RANKS + src) * oneshotMax;
+    private long inbox(long a, long parity, int src) {
+        return area.inbox(a, parity, src);
     }
 
     /**
@@ -283,7 +275,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             CudaDevice d = devices.get(i);
             d.makeCurrent();
             signals[i] = CudaDriver.memAlloc(areaBytes(config, n));
-            zero(signals[i], SIGNAL_BYTES);
+            zero(signals[i], SignalArea.WORDS_BYTES);
             words[i] = hostWords();
         }
         long timeoutNs = Settings.CUDA_WAIT_TIMEOUT.getDuration(config).toNanos();
@@ -349,7 +341,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             }
             IpcExchange ex = IpcExchange.create(own, device, areaBytes(config, n), config);
             long signal = ex.ownSignal();
-            zero(signal, SIGNAL_BYTES);
+            zero(signal, SignalArea.WORDS_BYTES);
             long[] peerSignal = ex.peerSignals();
             own.barrier(); // every signal area is zeroed before anyone writes into it
             MemorySegment words = hostWords();
@@ -423,14 +415,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
             long tag = 0x6a63636cL << 32 | (rank * 131L + 7);
             pattern.set(ValueLayout.JAVA_LONG, 0, tag);
             pattern.set(ValueLayout.JAVA_LONG, 8, ~tag);
-            long local = signal + 8 * (SELFTEST_WORD + 2 * MAX_RANKS);
+            long local = SignalArea.word(signal, SignalArea.SELFTEST_OWN);
             long back = local + 16;
             CudaDriver.memcpyHtoD(local, pattern, 16);
             for (int q = 0; q < size; q++) {
                 if (q == rank) {
                     continue;
                 }
-                long remote = peerSignal[q] + 8 * (SELFTEST_WORD + 2L * rank);
+                long remote = SignalArea.word(peerSignal[q], SignalArea.selfTestFrom(rank));
                 copyKernel(local, remote, 16, stream);
                 copyKernel(remote, back, 16, stream);
                 CudaDriver.streamSynchronize(stream);
@@ -592,12 +584,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
     /** Smallest all-reduce (bytes) auto runs as a ring, on 3 or more GPUs and on 2. */
     private static final long RING_MIN = 64L << 20;
     private static final long RING_MIN_2 = 512L << 20;
-    /** Slots per block of the ring all-reduce (jccl_kernels.cu RING_SLOTS). */
-    private static final int RING_SLOTS = 4;
 
     /**
      * Ring all-reduce (jccl_kernels.cu, ring_body): one kernel; every GPU stores only to its successor,
-     * partial sums through RING_SLOTS slots per block in the successor's push scratch, the completed
+     * partial sums through SignalArea.RING_SLOTS slots per block in the successor's push scratch, the completed
      * chunks straight into the successor's output. Slices: JCCL_CUDA_RING_SLICE per block and step,
      * capped so that every block's slots fit the push scratch region (ranks x JCCL_CUDA_PUSH_SLOT).
      */
@@ -606,9 +596,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
         long chunkBytes = t.bytes(ceilDiv(count, size));
         int blocks = blocksFor(chunkBytes);
         long region = (long) size * pushSlot;
-        long sliceBytes = Math.min(ringSlice, region / ((long) blocks * RING_SLOTS)) / 256 * 256;
+        long sliceBytes = Math.min(ringSlice, region / ((long) blocks * SignalArea.RING_SLOTS)) / 256 * 256;
         if (sliceBytes < 256) {
-            throw new CudaException("ring all-reduce: " + blocks + " blocks x " + RING_SLOTS + " slots do not fit the push scratch of "
+            throw new CudaException("ring all-reduce: " + blocks + " blocks x " + SignalArea.RING_SLOTS + " slots do not fit the push scratch of "
                     + region + " bytes (JCCL_CUDA_PUSH_SLOT x ranks); raise JCCL_CUDA_PUSH_SLOT or lower JCCL_CUDA_NBLOCKS");
         }
         long slice = sliceBytes / es;
@@ -631,7 +621,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
      * the elements (all-reduce: slice r of the buffer; reduce-scatter: block r of the input), cut in
      * pieces of at most JCCL_CUDA_CE_CHUNK bytes. For each peer q, JCCL_CUDA_CE_LANES streams of r
      * (consecutive pieces alternate between them, so copies overlap the flag kernels in between) copy
-     * the pieces of q's range from r's input into q's push scratch (CE_SLOTS rotating slots per
+     * the pieces of q's range from r's input into q's push scratch (SignalArea.CE_SLOTS rotating slots per
      * source) and, after each piece, a one-block flags kernel raises q's "arrived from r on this
      * lane" word. On r's own stream,
      * for each piece of its range, a flags kernel waits until every peer's piece arrived (and tells
@@ -657,7 +647,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             lo[q] = Math.min(q * slice, gather ? count : q * count);
             hi[q] = gather ? Math.min(lo[q] + slice, count) : lo[q] + count;
         }
-        long slotBytes = pushSlot / CE_SLOTS / 256 * 256;
+        long slotBytes = pushSlot / SignalArea.CE_SLOTS / 256 * 256;
         long pieceElems = Math.max(per, Math.min(ceChunk, slotBytes) / es / per * per);
         int[] pieces = new int[size];
         int most = 0;
@@ -693,10 +683,10 @@ public final class CudaCommunicator implements DeviceCommunicator {
                             l.pull[lane][q]);
                     // raise "arrived"; before this lane's next piece, wait until q freed the slot it refills
                     flags.flagReset(e);
-                    flags.flagSet(peerSignal[q] + 8L * (SIG_CE_ARRIVED + MAX_RANKS * lane + rank), ceTag(e, k));
+                    flags.flagSet(SignalArea.word(peerSignal[q], SignalArea.ceArrived(lane, rank)), ceTag(e, k));
                     int next = k + ceLanes;
-                    if (next < pieces[q] && next >= CE_SLOTS) {
-                        flags.flagWait(signal + 8L * (SIG_CE_FREED + q), ceTag(e, next - CE_SLOTS), q);
+                    if (next < pieces[q] && next >= SignalArea.CE_SLOTS) {
+                        flags.flagWait(SignalArea.word(signal, SignalArea.ceFreed(q)), ceTag(e, next - SignalArea.CE_SLOTS), q);
                     }
                     launchFlags(l.pull[lane][q], what + " copy-engine arrived");
                 }
@@ -712,9 +702,9 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 for (int q = 0; q < size; q++) {
                     long src = q == rank ? send.address() + p * es : ceSlot(signal, q, k, slotBytes);
                     if (q != rank) {
-                        flags.flagWait(signal + 8L * (SIG_CE_ARRIVED + MAX_RANKS * (k % ceLanes) + q), ceTag(e, k), q);
+                        flags.flagWait(SignalArea.word(signal, SignalArea.ceArrived((k % ceLanes), q)), ceTag(e, k), q);
                         if (k > 0) {
-                            flags.flagSet(peerSignal[q] + 8L * (SIG_CE_FREED + rank), ceTag(e, k - 1));
+                            flags.flagSet(SignalArea.word(peerSignal[q], SignalArea.ceFreed(rank)), ceTag(e, k - 1));
                         }
                     }
                     args.src(q, src);
@@ -747,20 +737,14 @@ public final class CudaCommunicator implements DeviceCommunicator {
             flags.flagReset(e);
             for (int q = 0; q < size; q++) {
                 if (q != rank) {
-                    flags.flagSet(peerSignal[q] + 8L * (SIG_CE_DONE + rank), e);
-                    flags.flagWait(signal + 8L * (SIG_CE_DONE + q), e, q);
+                    flags.flagSet(SignalArea.word(peerSignal[q], SignalArea.ceDone(rank)), e);
+                    flags.flagWait(SignalArea.word(signal, SignalArea.ceDone(q)), e, q);
                 }
             }
             launchFlags(main, what + " copy-engine done");
         });
     }
 
-    /** Slots of the copy-engine pipelines in each source's push scratch area. */
-    private static final int CE_SLOTS = 4;
-    /** Words of the signal area for the copy-engine pipelines (jccl_kernels.cu, SIG_CE): [src rank] each. */
-    private static final int SIG_CE_ARRIVED = 6144;  // [lane][src rank]
-    private static final int SIG_CE_FREED = 6176;
-    private static final int SIG_CE_DONE = 6184;
 
     /** Flag value for piece {@code k} of operation {@code e}: grows with both, so waits are ">=". */
     private static long ceTag(long e, int k) {
@@ -769,7 +753,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
 
     /** The slot of piece {@code k} from {@code src} in the push scratch of the area at {@code area}. */
     private long ceSlot(long area, int src, int k, long slotBytes) {
-        return pushScratch(area, src) + (k % CE_SLOTS) * slotBytes;
+        return pushScratch(area, src) + (k % SignalArea.CE_SLOTS) * slotBytes;
     }
 
     private void launchFlags(MemorySegment stream, String what) {
@@ -797,7 +781,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 }
             }
             Log.info(Log.Subsys.ALLOC, rank, name + ": copy-engine lanes: " + 2 * ceLanes * (size - 1) + " streams; pieces of at"
-                    + " most " + (Math.min(ceChunk, pushSlot / CE_SLOTS) >> 10) + " KiB through " + CE_SLOTS + " slots of each"
+                    + " most " + (Math.min(ceChunk, pushSlot / SignalArea.CE_SLOTS) >> 10) + " KiB through " + SignalArea.CE_SLOTS + " slots of each"
                     + " source's push scratch (JCCL_CUDA_CE_CHUNK, JCCL_CUDA_PUSH_SLOT, JCCL_CUDA_CE_LANES)");
         }
 
@@ -1065,7 +1049,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
             MemorySegment main = stream.handle();
             flags.flagReset(e);
             if (pos > 0) {
-                flags.flagSet(peerSignal[pred] + 8L * (SIG_CE_DONE + rank), e); // ready: my output is free
+                flags.flagSet(SignalArea.word(peerSignal[pred], SignalArea.ceDone(rank)), e); // ready: my output is free
             }
             if (flags.flagAny()) {
                 launchFlags(main, "broadcast copy-engine ready");
@@ -1085,13 +1069,13 @@ public final class CudaCommunicator implements DeviceCommunicator {
                 // before the lane's copy of piece k: the piece is here (not the root), the successor is ready (first round)
                 flags.flagReset(e);
                 if (k >= lanes && !last) {
-                    flags.flagSet(peerSignal[succ] + 8L * (SIG_CE_ARRIVED + MAX_RANKS * (k % lanes) + rank), ceTag(e, k - lanes));
+                    flags.flagSet(SignalArea.word(peerSignal[succ], SignalArea.ceArrived((k % lanes), rank)), ceTag(e, k - lanes));
                 }
                 if (pos > 0) {
-                    flags.flagWait(signal + 8L * (SIG_CE_ARRIVED + MAX_RANKS * (k % lanes) + pred), ceTag(e, k), pred);
+                    flags.flagWait(SignalArea.word(signal, SignalArea.ceArrived((k % lanes), pred)), ceTag(e, k), pred);
                 }
                 if (k < lanes && !last) {
-                    flags.flagWait(signal + 8L * (SIG_CE_DONE + succ), e, succ);
+                    flags.flagWait(SignalArea.word(signal, SignalArea.ceDone(succ)), e, succ);
                 }
                 if (flags.flagAny()) {
                     launchFlags(lane, "broadcast copy-engine piece");
@@ -1107,7 +1091,7 @@ public final class CudaCommunicator implements DeviceCommunicator {
                     // the lane's last piece
                     int k = j + (pieces - 1 - j) / lanes * lanes;
                     flags.flagReset(e);
-                    flags.flagSet(peerSignal[succ] + 8L * (SIG_CE_ARRIVED + MAX_RANKS * j + rank), ceTag(e, k));
+                    flags.flagSet(SignalArea.word(peerSignal[succ], SignalArea.ceArrived(j, rank)), ceTag(e, k));
                     launchFlags(lane, "broadcast copy-engine arrived");
                 }
                 CudaDriver.eventRecord(l.pulled[j][succ], lane);
