@@ -137,7 +137,7 @@ final class CommunicatorFactory {
                 return staged(own, device, config, why != null ? why : "another rank cannot use peer-to-peer (see its log)");
             }
             GpuSettings settings = GpuSettings.from(config);
-            IpcExchange ex = IpcExchange.create(own, device, settings.area(n).bytes(), config);
+            IpcExchange ex = IpcExchange.create(own, device.gpu(), settings.area(n).bytes(), config, o -> Cuda.device(o).context());
             long signal = ex.ownSignal();
             zero(signal, SignalArea.WORDS_BYTES);
             long[] peerSignal = ex.peerSignals();

@@ -4,7 +4,6 @@ import java.util.List;
 import org.jccl.Communicator;
 import org.jccl.Config;
 import org.jccl.JcclException;
-import org.jccl.cuda.internal.DeviceArgs;
 
 /**
  * jccl's GPU communicator: collectives between GPUs of one host through peer-mapped memory

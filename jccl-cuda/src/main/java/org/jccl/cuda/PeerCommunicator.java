@@ -15,7 +15,6 @@ import org.jccl.cuda.internal.BroadcastPlans;
 import org.jccl.cuda.internal.CopyEngine;
 import org.jccl.cuda.internal.CopyPlans;
 import org.jccl.cuda.internal.CudaDriver;
-import org.jccl.cuda.internal.DeviceArgs;
 import org.jccl.cuda.internal.Exchange;
 import org.jccl.cuda.internal.GpuSettings;
 import org.jccl.cuda.internal.GpuTuner;
@@ -75,7 +74,7 @@ final class PeerCommunicator extends CudaCommunicator {
     PeerCommunicator(int rank, int size, CudaDevice device, Exchange exchange, long signal, long[] peerSignal, MemorySegment hostWords,
                      int maxBlocks, GpuSettings settings, String name) {
         super(rank, size, device, name);
-        Kernels kernels = Kernels.on(device);
+        Kernels kernels = Kernels.on(device.gpu());
         this.exchange = exchange;
         this.signal = signal;
         this.hostWords = hostWords;

@@ -12,7 +12,6 @@ import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
 import org.jccl.cuda.internal.CudaDriver;
-import org.jccl.cuda.internal.DeviceArgs;
 
 /**
  * The GPU communicator where GPUs cannot map each other's memory (JCCL_CUDA_P2P_DISABLE, no
