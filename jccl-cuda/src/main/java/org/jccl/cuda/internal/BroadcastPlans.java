@@ -9,7 +9,8 @@ import static org.jccl.cuda.internal.Plan.out;
  * The broadcast variants on the kernels (jccl_kernels.cu, jccl_copy and jccl_bcast): spread, pull,
  * pipe and the chains (block, warp, async); the copy-engine chain is {@link CopyEngine#broadcast}.
  * Which one runs, and on how many blocks, is {@link GpuTuner}'s choice. A new variant is a constant
- * of {@link GpuTuner.Broadcast}, its row in the tuner and one method here.
+ * of {@link GpuTuner.Broadcast}, its row in the tuner and one case and method here (the switch is
+ * exhaustive: the compiler names a variant without one).
  */
 public final class BroadcastPlans {
     private final KernelLauncher k;
@@ -22,33 +23,43 @@ public final class BroadcastPlans {
 
     /** The plan of broadcast call {@code c} ({@code c.send()} 0 off the root) by variant {@code v}. */
     public Plan plan(GpuTuner.Broadcast v, Plan.Call c) {
-        if (v == GpuTuner.Broadcast.CE) {
-            return ce.broadcast(c);
-        }
+        int se = KernelArgs.MODE_START | KernelArgs.MODE_END;
+        int chain = KernelArgs.MODE_CHAIN;
+        return switch (v) {
+            case SPREAD -> kernel(c, (peers, e, total, vec) -> spread(c, peers, e, total, vec));
+            case PULL -> kernel(c, (peers, e, total, vec) -> pull(c, peers, e, total, vec));
+            case PIPE -> kernel(c, (peers, e, total, vec) -> pipelined(c, peers, e, total, se | vec, v, "broadcast pipe"));
+            case CHAIN -> kernel(c, (peers, e, total, vec) -> pipelined(c, peers, e, total, se | vec | chain, v, "broadcast chain"));
+            // The chain with one pipeline per warp (own part, own flag).
+            case WARP_CHAIN -> kernel(c, (peers, e, total, vec) -> pipelined(c, peers, e, total,
+                    se | vec | chain | KernelArgs.MODE_WARPS, v, "broadcast warp chain"));
+            // The block chain with roles per block (copying warps, a poller, two signallers): the per-round release store no
+            // longer stalls the copies. Pairwise start (the successor says its kernel runs), no end barrier.
+            case CHAIN_ASYNC -> kernel(c, (peers, e, total, vec) -> pipelined(c, peers, e, total,
+                    vec | chain | KernelArgs.MODE_ROLES, v, "broadcast chain-async"));
+            case CE -> ce.broadcast(c);
+        };
+    }
+
+    /** The launch of a broadcast variant on the kernels, given the peers' buffers and MODE_VEC where every pointer is aligned. */
+    @FunctionalInterface
+    private interface Body {
+        void launch(long[] peers, long epoch, long total, int vec);
+    }
+
+    /**
+     * One kernel, after the preparation every kernel variant shares: the call's bytes, the argument block's pointers
+     * cleared, the alignment of every pointer.
+     */
+    private Plan kernel(Plan.Call c, Body body) {
         long total = c.type().bytes(c.count());
         return new Plan(c.send(), c.recv(), 1, (peers, e) -> {
-            KernelArgs a = k.args;
-            a.clear0();
+            k.args.clear0();
             boolean aligned = in(peers, c.root()) % 16 == 0;
             for (int q = 0; q < k.size(); q++) {
                 aligned &= out(peers, q) % 16 == 0;
             }
-            int vec = aligned ? KernelArgs.MODE_VEC : 0;
-            switch (v) {
-                case SPREAD -> spread(c, peers, e, total, vec);
-                case PULL -> pull(c, peers, e, total, vec);
-                case PIPE -> chain(c, peers, e, total, KernelArgs.MODE_START | KernelArgs.MODE_END | vec, v, "broadcast pipe");
-                case CHAIN -> chain(c, peers, e, total, KernelArgs.MODE_START | KernelArgs.MODE_END | vec | KernelArgs.MODE_CHAIN, v,
-                        "broadcast chain");
-                // The chain with one pipeline per warp (own part, own flag).
-                case WARP_CHAIN -> chain(c, peers, e, total, KernelArgs.MODE_START | KernelArgs.MODE_END | vec | KernelArgs.MODE_CHAIN
-                        | KernelArgs.MODE_WARPS, v, "broadcast warp chain");
-                // The block chain with roles per block (copying warps, a poller, two signallers): the per-round release store
-                // no longer stalls the copies. Pairwise start (the successor says its kernel runs), no end barrier.
-                case CHAIN_ASYNC -> chain(c, peers, e, total, vec | KernelArgs.MODE_CHAIN | KernelArgs.MODE_ROLES, v,
-                        "broadcast chain-async");
-                case CE -> throw new AssertionError("planned above");
-            }
+            body.launch(peers, e, total, aligned ? KernelArgs.MODE_VEC : 0);
         });
     }
 
@@ -67,7 +78,10 @@ public final class BroadcastPlans {
                 c.stream(), "broadcast spread");
     }
 
-    /** n-1 slices, one per non-root rank j, which loads it from the root and stores it to every non-root: the root's links carry each byte once. */
+    /**
+     * n-1 slices, one per non-root rank j, which loads it from the root and stores it to every non-root: the root's links
+     * carry each byte once.
+     */
     private void pull(Plan.Call c, long[] peers, long e, long total, int vec) {
         KernelArgs a = k.args;
         int size = k.size();
@@ -99,7 +113,7 @@ public final class BroadcastPlans {
      * into rank j, which forwards it; {@code mode} without MODE_CHAIN) or a chain root -> root+1 -> ... in which every GPU
      * stores to its successor only, per block, per warp (MODE_WARPS) or with roles (MODE_ROLES).
      */
-    private void chain(Plan.Call c, long[] peers, long e, long total, int mode, GpuTuner.Broadcast v, String what) {
+    private void pipelined(Plan.Call c, long[] peers, long e, long total, int mode, GpuTuner.Broadcast v, String what) {
         KernelArgs a = k.args;
         GpuTuner.Grid g = k.tuner().broadcastGrid(v, total);
         a.src(0, in(peers, c.root()));

@@ -43,6 +43,7 @@ public final class CopyPlans {
         long sendBytes = c.type().bytes(c.count());
         long blk = c.type().bytes(c.count() / size);
         boolean inPlace = Align.overlaps(c.send(), sendBytes, c.recv(), c.recvBytes());
+        String what = "allToAll " + v.settingName();
         return new Plan(c.send(), c.recv(), 1, (peers, e) -> {
             long src = c.send();
             if (inPlace) {
@@ -59,13 +60,14 @@ public final class CopyPlans {
                 aligned &= d % 16 == 0;
             }
             int mode = KernelArgs.MODE_START | KernelArgs.MODE_END | (aligned ? KernelArgs.MODE_VEC : 0);
-            if (v == GpuTuner.AllToAll.SERIAL) {
-                k.launchCopy(blk, e, size, 0, mode, blk * size, c.stream(), "allToAll serial");
-                return;
-            }
-            int per = k.tuner().allToAllBlocksPerPeer(blk);
-            a.op(blk, e, size, 0, mode | KernelArgs.MODE_SPLIT, size);
-            CudaDriver.launchKernel(k.kernels().copy, per * size, Kernels.THREADS, 0, c.stream(), a.params(), "allToAll split");
+            // serial: the whole grid copies one peer's block after another (rotated by rank); split: a group of blocks per
+            // peer, all at once
+            int grid = switch (v) {
+                case SERIAL -> k.blocksFor(blk * size);
+                case SPLIT -> k.tuner().allToAllBlocksPerPeer(blk) * size;
+            };
+            a.op(blk, e, size, 0, mode | (v == GpuTuner.AllToAll.SPLIT ? KernelArgs.MODE_SPLIT : 0), size);
+            CudaDriver.launchKernel(k.kernels().copy, grid, Kernels.THREADS, 0, c.stream(), a.params(), what);
         });
     }
 }

@@ -49,9 +49,14 @@ public final class ReducePlans {
 
     /** Reduce-scatter call {@code c} ({@code c.count()} elements per rank) by variant {@code v}. */
     public Plan reduceScatter(GpuTuner.ReduceScatter v, Plan.Call c) {
-        if (v == GpuTuner.ReduceScatter.CE) {
-            return ce.reduce("reduceScatter", c, false);
-        }
+        return switch (v) {
+            case LOAD -> reduceScatterLoad(c);
+            case CE -> ce.reduce("reduceScatter", c, false);
+        };
+    }
+
+    /** Reduce-scatter by loads: GPU r loads block r of every peer's input and reduces it into its output. */
+    private Plan reduceScatterLoad(Plan.Call c) {
         DataType t = c.type();
         int es = t.size();
         int size = k.size();
