@@ -29,7 +29,9 @@
 #   PERF_TIMEOUT        seconds for the perf phase (default 330); PERF_RUN_TIMEOUT per table (default 120)
 #   PERF_COLLS          collectives (default "all_reduce all_gather reduce_scatter alltoall sendrecv broadcast")
 #   PERF_BACKENDS       default "jccl nccl"
-#   MAXBYTES            largest size (default 8G: 2 x 8 GB per GPU); PERF_ARGS extra perf flags
+#   MAXBYTES            largest size (default 8G: 2 x 8 GB per GPU); PERF_ARGS extra perf flags;
+#                       PERF_ITERS, PERF_WARMUP timed and warm-up operations per size (default 20, 5)
+#   CLI                 the jccl-cli jar to measure (default .device/cli/jccl-cli.jar; another build: same sitting)
 #   SAN_TIMEOUT         seconds for the sanitizer phase (default 200); SAN_TOOLS (default "memcheck racecheck")
 #   SAN_RANKS           rank counts under the sanitizer (default 2); SAN_PROPS extra JVM flags;
 #                       SAN_SELECT JUnit console selectors (default --select-class org.jccl.cuda.GpuCollectivesTest)
@@ -119,7 +121,8 @@ SANITIZER=$(command -v compute-sanitizer 2>/dev/null || ls /usr/local/cuda/bin/c
 JOPTS=(--enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -XX:+UseParallelGC -Xss1m)
 CONSOLE="$DEV/test/junit-platform-console-standalone.jar"
 TEST_CP="$DEV/test/jccl-cuda.jar:$DEV/test/jccl-cuda-tests.jar:$DEV/test/jccl-core.jar"
-CLI="$DEV/cli/jccl-cli.jar"
+# CLI: the jccl command to measure (default the packed one); another build for same-sitting comparisons.
+CLI=${CLI:-$DEV/cli/jccl-cli.jar}
 
 {
     echo "# gpu-check $(date -u +%FT%TZ) on $(hostname), phases: ${phases[*]}, NGPUS=$NGPUS, budget ${BUDGET}s"
@@ -252,7 +255,7 @@ phase_perf() {
                 fi
                 runs=$((runs + 1))
                 # shellcheck disable=SC2086 # PERF_ARGS is a list of flags
-                if perf_one "$coll $dt $be" "$t" "$f" perf "$coll" -b 8 -e "${MAXBYTES:-8G}" -f 4 -g "$NGPUS" -w 5 -n 20 -c 1 \
+                if perf_one "$coll $dt $be" "$t" "$f" perf "$coll" -b 8 -e "${MAXBYTES:-8G}" -f 4 -g "$NGPUS" -w "${PERF_WARMUP:-5}" -n "${PERF_ITERS:-20}" -c 1 \
                         -d "$dt" --backend "$be" ${PERF_ARGS:-}; then
                     ok=$((ok + 1))
                 else
