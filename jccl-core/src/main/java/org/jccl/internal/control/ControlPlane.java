@@ -52,6 +52,12 @@ import org.jccl.spi.PeerInfo;
  *
  * <p>Threading: one thread per communicator ({@code jccl-ctl-<comm>-r<rank>}) owns every channel
  * and every field not marked volatile; other threads hand it tasks.
+ *
+ * <p><b>Parts.</b> This class is the facade the communicator uses; the work is done by
+ * {@link ControlStar} (connecting the star), {@link ControlChannel} (the thread's I/O agent),
+ * {@link FailureDetector} (heartbeat, timeout, grace and linger rules as pure logic),
+ * {@link Supervisor} (verdicts, relays, frames), {@link StallCollector}, {@link FlightDumps},
+ * {@link StatusEndpoint}, {@link GuardBackstop} and {@link ExitHook}.
  */
 public final class ControlPlane {
 
