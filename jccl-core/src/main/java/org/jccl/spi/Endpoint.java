@@ -103,6 +103,9 @@ public interface Endpoint extends AutoCloseable {
      * @throws IOException when the registration fails
      */
     default RegisteredRegion register(long address, long length, MemoryType type) throws IOException {
+        if (type == MemoryType.HOST && canRegister(MemoryType.HOST)) {
+            throw new IllegalArgumentException(transportName() + ": host memory is registered as a MemorySegment, with register(MemorySegment)");
+        }
         throw new OneSidedUnsupportedException(transportName(), "registration of " + type + " memory", null);
     }
 
