@@ -132,7 +132,8 @@ final class SpiRig {
      * {@code from}: an 8-byte length, then the bytes (receives posted before sends, so no order deadlocks).
      */
     Map<Integer, byte[]> exchange(Map<Integer, byte[]> out, int... from) throws IOException {
-        try (Arena a = Arena.ofConfined()) {
+        // Shared: the in-JVM transport's receiver copies straight from the sender's memory, on its own thread.
+        try (Arena a = Arena.ofShared()) {
             Map<Integer, MemorySegment> lengths = new HashMap<>();
             List<P2pRequest> reqs = new ArrayList<>();
             for (int p : from) {
