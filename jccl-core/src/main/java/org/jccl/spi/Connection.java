@@ -103,6 +103,9 @@ public interface Connection extends AutoCloseable {
      * Turns a packed key the peer made ({@link RegisteredRegion#packedKey()}) into a handle for puts on
      * this connection. Unpacking the same key twice may return handles that share one mapping.
      *
+     * @param packedKey the bytes of the peer's {@link RegisteredRegion#packedKey()}
+     * @return a handle for {@link #put}s on this connection
+     *
      * @throws OneSidedUnsupportedException when {@link #supportsPut()} is false (the default)
      * @throws IllegalArgumentException for a key this connection cannot use, saying why: malformed, of
      *         another transport, made in another process or on another host, or registered by a rank other
@@ -122,6 +125,11 @@ public interface Connection extends AutoCloseable {
      * RemoteRegion#checkBounds}). The request completes (in {@link #progress()}, or at once where the
      * transport copies right away) when {@code src} may be reused; see {@link #flush()} for visibility.
      *
+     * @param src the bytes to put, native host memory, valid and unmodified until the request is done
+     * @param dst the peer's region, unpacked on this connection
+     * @param dstOffset where in the peer's region the first byte goes
+     * @return the request, done when {@code src} may be reused
+     *
      * @throws OneSidedUnsupportedException when {@link #supportsPut()} is false (the default)
      * @throws IndexOutOfBoundsException when the bytes fall outside the region, naming both ranges
      * @throws IllegalArgumentException for heap memory or a region unpacked on another connection
@@ -136,6 +144,13 @@ public interface Connection extends AutoCloseable {
      * Posts a put of {@code length} bytes at {@code srcOffset} of a region this rank registered (the
      * form for device memory, and for transports that want the source registered too). The default
      * puts the host region's segment slice with {@link #put(MemorySegment, RemoteRegion, long)}.
+     *
+     * @param src a region this rank registered or allocated
+     * @param srcOffset the first byte of {@code src} to put
+     * @param length how many bytes
+     * @param dst the peer's region, unpacked on this connection
+     * @param dstOffset where in the peer's region the first byte goes
+     * @return the request, done when the source bytes may be reused
      *
      * @throws IndexOutOfBoundsException when the source bytes fall outside {@code src} or the target bytes
      *         outside {@code dst}
@@ -162,6 +177,8 @@ public interface Connection extends AutoCloseable {
      * Posts a flush: its request completes when every put posted earlier on this connection is visible in
      * the peer's memory (UCX: {@code ucp_ep_flush_nbx}). It is not ordered with sends by itself: to tell
      * the peer, send after it completed (see the class comment).
+     *
+     * @return the request, done when the earlier puts are visible at the peer
      *
      * @throws OneSidedUnsupportedException when {@link #supportsPut()} is false (the default)
      */

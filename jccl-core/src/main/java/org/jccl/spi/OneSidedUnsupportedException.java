@@ -13,6 +13,8 @@ public class OneSidedUnsupportedException extends UnsupportedOperationException 
     private final String transport;
 
     /**
+     * Makes the message: "TCP does not support memory registration: ask ... first".
+     *
      * @param transport the transport's name, or the connection's description
      * @param operation what was asked ("memory registration", "one-sided put")
      * @param advice what to do instead; null for the generic advice (check the capability, use send/recv)

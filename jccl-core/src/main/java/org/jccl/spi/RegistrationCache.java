@@ -39,7 +39,11 @@ import org.jccl.ResourceException;
  */
 public final class RegistrationCache<H> implements AutoCloseable {
 
-    /** How the transport registers and deregisters memory; called under the cache's lock. */
+    /**
+     * How the transport registers and deregisters memory; called under the cache's lock.
+     *
+     * @param <H> the transport's handle of one registration
+     */
     public interface Registrar<H> {
         /**
          * Registers {@code length} bytes at {@code address}.
@@ -52,7 +56,11 @@ public final class RegistrationCache<H> implements AutoCloseable {
         void deregister(H handle);
     }
 
-    /** One registration in the cache. Its fields are read-only for users; the cache changes its state under its lock. */
+    /**
+     * One registration in the cache. Its fields are read-only for users; the cache changes its state under its lock.
+     *
+     * @param <H> the transport's handle of one registration
+     */
     public static final class Entry<H> {
         private final long address;
         private final long length;
@@ -123,6 +131,8 @@ public final class RegistrationCache<H> implements AutoCloseable {
     private boolean closed;
 
     /**
+     * An empty cache.
+     *
      * @param name for messages: "UCX registration cache of rank 3"
      * @param maxBytes the bound on registered bytes (more than 0)
      * @param boundHint for the bound's error: what sets the bound and how to raise it (a setting's name)
