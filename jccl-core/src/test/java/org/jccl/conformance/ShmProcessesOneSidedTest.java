@@ -11,7 +11,8 @@ import org.junit.jupiter.api.TestInstance;
  * The one-sided suite over SHM with ranks as real processes ({@link SpiRankServer}): region files are
  * mapped by other address spaces, keys cross process boundaries, and the directory must be empty once
  * the processes closed their endpoints. Three rank JVMs are started once for the class (a JVM start
- * costs seconds on a 2-core machine) and restarted after a failure.
+ * costs seconds on a 2-core machine) and restarted after a failure. {@code capabilitiesAreAsDeclared}
+ * runs its two ranks as threads: what a transport declares does not depend on where its ranks run.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ShmProcessesOneSidedTest extends OneSidedConformance {

@@ -102,6 +102,8 @@ final class ShmRegions {
         Path tmp = dir.resolve(name + ".tmp");
         long fileBytes = ShmRegionDescriptor.fileBytes(length);
         long token = RANDOM.nextLong();
+        // An arena per region, so that each can be unmapped alone; closing a shared arena is a JVM-wide
+        // handshake, which regions (long-lived, like UCX registrations) pay once each.
         Arena arena = Arena.ofShared();
         boolean published = false;
         try {
