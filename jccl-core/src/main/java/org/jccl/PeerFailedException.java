@@ -12,6 +12,7 @@ public class PeerFailedException extends JcclException {
     public PeerFailedException(int peerRank, String message, Throwable cause) {
         super(ErrorCode.PEER_FAILED, message, cause);
         this.peerRank = peerRank;
+        at(-1, peerRank, null, -1);
     }
 
     /** The rank that failed, or -1 when it is not known. */

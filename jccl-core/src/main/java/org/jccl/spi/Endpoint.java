@@ -50,6 +50,27 @@ public interface Endpoint extends AutoCloseable {
     }
 
     /**
+     * A file descriptor that becomes readable when this endpoint has work, for a transport whose work
+     * is not signalled through a Java channel ({@link Connection#channels()}): UCX's worker event fd.
+     * The runtime never reads or closes it: a watcher thread of its own polls it while the operation
+     * thread waits idle, and wakes that thread when it becomes readable (before {@link #close()} the
+     * watcher has stopped). -1, the default: none.
+     */
+    default int wakeFd() {
+        return -1;
+    }
+
+    /**
+     * Called by the operation thread just before it blocks with nothing to do, when {@link #wakeFd()}
+     * is not -1: re-arms the descriptor so that the next event makes it readable (UCX's
+     * {@code ucp_worker_arm}). Returns false when work arrived since the last progress (UCX's BUSY): the
+     * runtime then progresses again instead of blocking. Operation thread only; the default returns true.
+     */
+    default boolean armWakeFd() {
+        return true;
+    }
+
+    /**
      * For messages: the transport's name ("TCP", "SHM"). The default is the class's simple name;
      * transports override it.
      */

@@ -26,4 +26,24 @@ public interface Transport {
 
     /** Whether this transport can link {@code self} and {@code peer} (both endpoints are open). */
     boolean canConnect(PeerInfo self, PeerInfo peer);
+
+    /**
+     * What a message costs on this transport, for the tuner and the hierarchical collectives. Every
+     * rank prices algorithms on its own, so this must give the same numbers on every rank of a job
+     * (declared constants, or a measurement the ranks agreed on). Null: not declared; the runtime then
+     * prices the transport as loopback TCP (every transport is at least that fast) and says so once
+     * at INFO. The default is null.
+     */
+    default LinkCosts costs() {
+        return null;
+    }
+
+    /**
+     * What a message costs when this transport carries the same-host stage of a hierarchical
+     * collective, where that stage shares the host's cores with the stages around it. The default is
+     * {@link #costs()}; a transport whose cost there was measured apart declares it here.
+     */
+    default LinkCosts hostStageCosts() {
+        return costs();
+    }
 }

@@ -1,5 +1,6 @@
 package org.jccl.spi;
 
+import java.util.List;
 import org.jccl.Config;
 
 /**
@@ -43,5 +44,39 @@ public interface TransportContext {
      * waits for. Operation thread only; the default does nothing.
      */
     default void stillWaiting() {
+    }
+
+    /**
+     * This rank's index among the ranks of its host (the same host identity), in rank order. Known in
+     * {@link Transport#open} when the launcher says it (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
+     * SLURM_LOCALID, ...), and always once bootstrap completed; -1 while unknown.
+     */
+    default int localRank() {
+        return -1;
+    }
+
+    /** How many ranks share this rank's host, known when {@link #localRank()} is; -1 while unknown. */
+    default int localSize() {
+        return -1;
+    }
+
+    /**
+     * The GPU this rank drives, by jccl's one rule (JCCL_CUDA_DEVICE, else CUDA_VISIBLE_DEVICES and the
+     * local rank; the rule `jccl doctor` and jccl-cuda apply): its PCI address ("0000:1b:00.0"), or
+     * null when the host has no GPU, the rank drives none, or the local rank is not known yet. The
+     * host's topology is discovered on the first call.
+     */
+    default String gpu() {
+        return null;
+    }
+
+    /**
+     * The network devices this rank should use, primary first: the RDMA NICs nearest its GPU (the
+     * assignment `jccl topo` prints, honouring JCCL_IB_HCA; on a host without GPUs, NIC local rank mod
+     * NICs), by kernel device name ("mlx5_0"). Empty when the host has no RDMA NIC or the local rank
+     * is not known yet. The host's topology is discovered on the first call.
+     */
+    default List<String> nics() {
+        return List.of();
     }
 }

@@ -58,6 +58,11 @@ public final class CudaDevice {
         return new org.jccl.internal.topo.GpuMapping.Device(ordinal, pciBusId, uuid);
     }
 
+    /** This GPU as the internal layer takes it (its primary context retained). */
+    org.jccl.cuda.internal.Gpu gpu() {
+        return new org.jccl.cuda.internal.Gpu(ordinal, context(), toString(), uuid, pciBusId, smCount, computeCapability());
+    }
+
     /** CUDA ordinal (among visible GPUs). */
     public int ordinal() {
         return ordinal;

@@ -12,7 +12,6 @@ import org.jccl.ErrorCode;
 import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
-import org.jccl.cuda.internal.DeviceArgs;
 import org.jccl.cuda.internal.Nccl;
 
 /**

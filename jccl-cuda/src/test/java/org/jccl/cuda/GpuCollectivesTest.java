@@ -1,5 +1,6 @@
 package org.jccl.cuda;
 
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -218,6 +219,11 @@ class GpuCollectivesTest {
         if (!Cuda.isAvailable()) {
             return Stream.of(Arguments.of("(no GPU)", "-", Coll.ALL_REDUCE));
         }
+        return allVariants();
+    }
+
+    /** {@link #variants()} on any machine (GpuVariantsCoverageTest checks, without a GPU, that it names every tuner variant). */
+    static Stream<Arguments> allVariants() {
         return Stream.of(
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "oneshot", Coll.ALL_REDUCE),
                 Arguments.of("JCCL_CUDA_ALLREDUCE", "twoshot", Coll.ALL_REDUCE),
@@ -281,6 +287,35 @@ class GpuCollectivesTest {
                                 GpuEnv.maxFailures()));
                 report(set, setting + "=" + value + " misaligned", CaseRunner.sweep(set, Sweep.misaligned(Sweep.mode(), n, GpuEnv.SEED)
                         .stream().filter(c -> c.coll() == coll).toList(), GpuEnv.filter(), GpuEnv.maxFailures()));
+            }
+        }
+    }
+
+    /**
+     * The host-staged communicator (JCCL_CUDA_P2P_DISABLE=1: what GPUs without a peer path get):
+     * every collective and send/recv, one thread per rank, through pinned host memory and the CPU
+     * transports; every rank says why it is staged.
+     */
+    @Order(1)
+    @Test
+    @Timeout(value = 900, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void stagedThroughHostMemory() {
+        skipUnless(Backend.JCCL);
+        GpuEnv.closeAll();
+        int n = GpuEnv.rankCounts().stream().mapToInt(Integer::intValue).max().orElse(1);
+        List<CudaDevice> devices = GpuEnv.devices(n);
+        org.jccl.Config config = org.jccl.Config.fromEnvironment().with("JCCL_CUDA_P2P_DISABLE", "1");
+        List<DeviceCommunicator> comms = RankSet.withDeadline("createAll with JCCL_CUDA_P2P_DISABLE=1", GpuEnv.CREATE_TIMEOUT,
+                () -> List.copyOf(CudaCommunicator.createAll(devices, config)));
+        try (RankSet set = RankSet.of(Backend.JCCL, devices, comms)) {
+            for (DeviceCommunicator c : comms) {
+                String why = ((CudaCommunicator) c).stagedBecause();
+                assertTrue(why != null && why.contains("JCCL_CUDA_P2P_DISABLE=1"), c + " is not staged: " + why);
+                assertNull(((CudaCommunicator) c).asyncError(), c + ": a staged communicator has no asynchronous failure");
+            }
+            for (Coll coll : Coll.values()) {
+                report(set, "staged THREADS " + coll, CaseRunner.sweep(set, Sweep.cases(Sweep.mode(), coll, n, Style.THREADS,
+                        GpuEnv.SEED), GpuEnv.filter(), GpuEnv.maxFailures()));
             }
         }
     }

@@ -22,7 +22,6 @@ import org.jccl.InvalidUsageException;
 import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
-import org.jccl.cuda.internal.DeviceArgs;
 import org.jccl.cuda.internal.Nccl;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -868,16 +868,17 @@ public final class ControlPlane {
      * failure fails with that peer's exception type, naming itself.
      */
     public static JcclException sameKind(JcclException cause, String message) {
+        JcclException e;
         if (cause instanceof PeerFailedException pf) {
-            return new PeerFailedException(pf.peerRank(), message, cause);
+            e = new PeerFailedException(pf.peerRank(), message, cause);
+        } else if (cause instanceof JcclTimeoutException) {
+            e = new JcclTimeoutException(message, cause);
+        } else if (cause.code() == ErrorCode.MISMATCH) {
+            e = new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message, cause);
+        } else {
+            return null;
         }
-        if (cause instanceof JcclTimeoutException) {
-            return new JcclTimeoutException(message, cause);
-        }
-        if (cause.code() == ErrorCode.MISMATCH) {
-            return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message, cause);
-        }
-        return null;
+        return e.at(cause.rank(), cause.peer(), cause.operation(), cause.sequence());
     }
 
     // ------------------------------------------------------------------------------------------ the loop

@@ -323,6 +323,13 @@ public final class Log {
         log(Level.INFO, subsys, rank, message);
     }
 
+    /** An INFO line printed at most once per process for the same message. */
+    public static void infoOnce(Subsys subsys, int rank, String message) {
+        if (enabled(Level.INFO, subsys) && ONCE.add(message)) {
+            log(Level.INFO, subsys, rank, message);
+        }
+    }
+
     public static void trace(Subsys subsys, int rank, String message) {
         log(Level.TRACE, subsys, rank, message);
     }

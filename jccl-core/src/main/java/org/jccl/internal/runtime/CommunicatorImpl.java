@@ -32,12 +32,14 @@ import org.jccl.internal.control.FlightRecorder;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.transport.shm.ShmCollArea;
 import org.jccl.internal.transport.shm.ShmTransport;
+import org.jccl.internal.transport.tcp.TcpTransport;
 import org.jccl.internal.tune.AlgoSelector;
 import org.jccl.internal.tune.Hierarchy;
 import org.jccl.internal.tune.Tuner;
 import org.jccl.internal.util.ResourceLimits;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
+import org.jccl.spi.LinkCosts;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.Transport;
 
@@ -165,12 +167,12 @@ public final class CommunicatorImpl implements Communicator {
         this.collTransport = String.join("+", new java.util.TreeSet<>(java.util.Arrays.stream(peerTransport)
                 .filter(Objects::nonNull).toList()));
         this.recorder = new FlightRecorder(Settings.FLIGHT_RECORDER_SIZE.getInt(config));
-        java.util.Set<String> pairTransports = pairTransports(transports, peers);
+        java.util.Map<String, LinkCosts> pairTransports = pairTransports(transports, peers, rank);
         prepareEndpoints();
-        this.sharedArea = openSharedArea(pairTransports);
-        this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports), rank,
+        this.sharedArea = openSharedArea(pairTransports.keySet());
+        this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(pairTransports, Tuner.model("none", UNDECLARED_COSTS)), rank,
                 sharedArea == null ? 0 : sharedArea.nearSlotBytes());
-        this.hierarchy = Hierarchy.of(rank, peers, transports, algorithms, chunkBytes);
+        this.hierarchy = Hierarchy.of(rank, peers, transports, UNDECLARED_COSTS, algorithms, chunkBytes);
         tuner.hierarchy(hierarchy);
         if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
             Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model()
@@ -339,25 +341,42 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     /**
-     * The names of the transports any pair of ranks uses, derived from the peer table alone (what
-     * every address offers and every transport's canConnect), so that every rank computes the same
-     * set and hence makes the same tuning choices.
+     * A transport that declares no costs (Transport#costs) is priced as loopback TCP: every transport
+     * is at least that fast.
      */
-    static java.util.Set<String> pairTransports(List<Transport> transports, PeerInfo[] peers) {
-        java.util.Set<String> names = new java.util.TreeSet<>();
+    static final LinkCosts UNDECLARED_COSTS = TcpTransport.COSTS;
+
+    /**
+     * The transports any pair of ranks uses, by name (sorted), with what each declares a message costs,
+     * derived from the peer table alone (what every address offers and every transport's canConnect),
+     * so that every rank computes the same map and hence makes the same tuning choices.
+     */
+    static java.util.Map<String, LinkCosts> pairTransports(List<Transport> transports, PeerInfo[] peers, int rank) {
+        java.util.Map<String, LinkCosts> costs = new java.util.TreeMap<>();
         for (int i = 0; i < peers.length; i++) {
             for (int j = i + 1; j < peers.length; j++) {
                 for (Transport t : transports) {
                     String name = t.name();
                     if (peers[i].addresses().containsKey(name) && peers[j].addresses().containsKey(name)
                             && t.canConnect(peers[i], peers[j])) {
-                        names.add(name);
+                        costs.computeIfAbsent(name, n -> declaredCosts(t, rank));
                         break;
                     }
                 }
             }
         }
-        return names;
+        return costs;
+    }
+
+    /** What {@code t} declares, or {@link #UNDECLARED_COSTS}, said once per transport at INFO. */
+    private static LinkCosts declaredCosts(Transport t, int rank) {
+        LinkCosts c = t.costs();
+        if (c != null) {
+            return c;
+        }
+        Log.infoOnce(Log.Subsys.TUNING, rank, "transport " + t.name() + " declares no costs (Transport.costs()): the tuner prices it as"
+                + " loopback TCP (" + UNDECLARED_COSTS + ")");
+        return UNDECLARED_COSTS;
     }
 
     Config config() {
@@ -1149,6 +1168,7 @@ public final class CommunicatorImpl implements Communicator {
                 // operation was failing (its link to that rank broke): the report is the cause, not the broken link.
                 e = asJccl(op, t);
             }
+            e.at(rank, -1, op.name, op.seq);
             failAll(op, e);
             if (!(t instanceof InvalidUsageException) || e.code() == ErrorCode.MISMATCH || abortCause != null) {
                 // A failure inside a collective leaves peers in an unknown state: abort so nothing waits forever.

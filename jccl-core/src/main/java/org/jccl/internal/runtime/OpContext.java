@@ -686,12 +686,14 @@ public final class OpContext implements CollectiveContext {
                 return exact;
             }
         }
-        return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + where
+        org.jccl.InvalidUsageException e = new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + where
                 + "mismatched collective calls: rank " + peer + " (" + from.host() + " pid " + from.pid() + ") called "
                 + OpGuard.describe(theirs) + " but rank " + comm.rank() + " called " + OpGuard.describe(mine) + context
                 + "; they differ in "
                 + String.join(", ", OpGuard.differences(theirs, mine)) + " (found by the mismatch guard)"
                 + ". Every rank must call the same collectives in the same order, with the same count, data type, op and root");
+        e.at(comm.rank(), peer, null, -1);
+        return e;
     }
 
     /** How long a mismatch whose calls this rank cannot place waits for the hub's comparison of every rank's word. */

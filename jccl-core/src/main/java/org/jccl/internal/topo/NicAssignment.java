@@ -282,6 +282,14 @@ public final class NicAssignment {
     }
 
     /** The physical GPU (of {@code topo}) that {@link GpuMapping} gives the rank, or null (no choice, or not placeable in sysfs). */
+    /**
+     * The GPU local rank {@code localRank} of {@code localSize} (-1: unknown) drives by {@link GpuMapping}'s
+     * rule, or null when the rule gives it none.
+     */
+    public static Gpu gpuOfLocalRank(Topology topo, int localRank, int localSize, String cudaVisibleDevices, String cudaDevice) {
+        return drivenGpu(topo, CudaVisibleDevices.resolve(topo, cudaVisibleDevices), localRank, localSize, cudaDevice);
+    }
+
     static Gpu drivenGpu(Topology topo, CudaVisibleDevices cvd, int localRank, int localSize, String cudaDevice) {
         GpuMapping.Result r = GpuMapping.choose(GpuMapping.devices(cvd), cudaDevice, localRank, localSize, cvd.raw());
         if (!r.ok()) {

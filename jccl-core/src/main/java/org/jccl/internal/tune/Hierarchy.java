@@ -5,10 +5,10 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeSet;
+import java.util.TreeMap;
 import org.jccl.internal.tune.AlgoSelector.Algo;
 import org.jccl.internal.tune.AlgoSelector.Coll;
+import org.jccl.spi.LinkCosts;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.Transport;
 
@@ -31,18 +31,6 @@ import org.jccl.spi.Transport;
  * </ul>
  */
 public final class Hierarchy {
-
-    /**
-     * Per-byte cost of the SHM rings, for the same-host stage when it runs over SHM: the slope of a
-     * ping-pong between 1 MiB and 16 MiB, TunerCalibration, 2026-11-21 (docs/PERFORMANCE.md, "SHM
-     * tuner constants": 12.8 GB/s). Its alpha stays TCP's, as when this stage was measured
-     * (docs/PERFORMANCE.md, "Hierarchical collectives"): with {@link Tuner#SHM}'s per-step alpha
-     * (0.56 us) the model prices the hierarchical all-reduce below flat recursive doubling from 8 B
-     * (one cross-host step instead of two), where on this 2-core machine with 4 rank JVMs flat
-     * measured faster up to 32 KiB (each of the hierarchy's three stages waits for a core); the
-     * flat tuner uses {@link Tuner#SHM} itself.
-     */
-    public static final double SHM_BETA = 7.8e-11;
 
     private final int[] hostOf;
     private final int[][] members;
@@ -87,7 +75,8 @@ public final class Hierarchy {
      * The layout of a communicator, or null when hierarchical collectives do not apply: all ranks on
      * one host, or one rank per host (the flat algorithms are then the same thing).
      */
-    public static Hierarchy of(int rank, PeerInfo[] peers, List<Transport> transports, AlgoSelector selector, long chunkBytes) {
+    public static Hierarchy of(int rank, PeerInfo[] peers, List<Transport> transports, LinkCosts undeclared, AlgoSelector selector,
+                                long chunkBytes) {
         Map<String, List<Integer>> byHost = new LinkedHashMap<>();
         for (int r = 0; r < peers.length; r++) {
             byHost.computeIfAbsent(peers[r].hostHash(), k -> new ArrayList<>()).add(r);
@@ -105,28 +94,45 @@ public final class Hierarchy {
             }
             h++;
         }
-        Set<String> intraNames = new TreeSet<>();
-        Set<String> interNames = new TreeSet<>();
+        // The same-host stage is priced with what each transport declares for that role (Transport#hostStageCosts),
+        // the cross-host stage with its plain costs; names sorted, so every rank sees the same maps.
+        Map<String, LinkCosts> intra = new TreeMap<>();
+        Map<String, LinkCosts> inter = new TreeMap<>();
         for (int i = 0; i < peers.length; i++) {
             for (int j = i + 1; j < peers.length; j++) {
                 for (Transport t : transports) {
                     String name = t.name();
                     if (peers[i].addresses().containsKey(name) && peers[j].addresses().containsKey(name) && t.canConnect(peers[i], peers[j])) {
-                        (hostOf[i] == hostOf[j] ? intraNames : interNames).add(name);
+                        if (hostOf[i] == hostOf[j]) {
+                            intra.put(name, orElse(t.hostStageCosts(), undeclared));
+                        } else {
+                            inter.put(name, orElse(t.costs(), undeclared));
+                        }
                         break;
                     }
                 }
             }
         }
-        Tuner.Model in = Tuner.slowest(intraNames);
-        if (intraNames.equals(Set.of("SHM"))) {
-            // The same-host stage keeps the constants it was measured with (see SHM_BETA).
-            in = new Tuner.Model(in.transport(), Tuner.TCP.alpha(), SHM_BETA, in.gamma(), in.copy());
-        }
-        Tuner.Model out = Tuner.slowest(interNames);
+        Tuner.Model fallback = Tuner.model("none", undeclared);
+        Tuner.Model in = Tuner.slowest(intra, fallback);
+        Tuner.Model out = Tuner.slowest(inter, fallback);
         in = new Tuner.Model(in.transport() + ", same-host stage", in.alpha(), in.beta(), in.gamma(), in.copy());
         out = new Tuner.Model(out.transport() + ", cross-host stage", out.alpha(), out.beta(), out.gamma(), out.copy());
         return new Hierarchy(rank, hostOf, members, in, out, selector, chunkBytes);
+    }
+
+    private static LinkCosts orElse(LinkCosts c, LinkCosts undeclared) {
+        return c != null ? c : undeclared;
+    }
+
+    /** The cost model of the same-host stage. */
+    public Tuner.Model hostStageModel() {
+        return intraModel;
+    }
+
+    /** The cost model of the cross-host stage. */
+    public Tuner.Model crossHostModel() {
+        return interModel;
     }
 
     /** Number of hosts. */

@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jccl.ConfigException;
 import org.jccl.internal.log.Log;
+import org.jccl.spi.LinkCosts;
 import org.jccl.internal.tune.AlgoSelector.Algo;
 import org.jccl.internal.tune.AlgoSelector.Coll;
 
@@ -38,43 +39,53 @@ public final class Tuner {
     }
 
     /*
-     * Measured on this project's 2-core development machine (Linux x86_64, Temurin 25) on
-     * 2026-11-21 ~08:25 UTC with TunerCalibration (jccl-core test scope; how to run it is in its
-     * javadoc): two ranks of one JVM ping-pong inside one operation, alpha = half the 8-byte round
-     * trip, beta = the slope of half the round trip between 1 MiB and 16 MiB; gamma = a float32 SUM
-     * of 16 MiB into 16 MiB per byte; copy = MemorySegment.copy of 16 MiB per byte; each the least
-     * of three medians. Other jobs kept the load average at ~11 during the run: a second run
-     * agreed within ~20%, except LOCAL's 8-byte time, 202 us whenever both ranks' threads shared one
-     * core (the receiver spins 200 us before it yields), which is the host's oversubscription, not
-     * the transport. LOCAL: 1.0 us, 20.9 GB/s; TCP over loopback: 6.4 us, 1.7 GB/s; reduction
-     * 12.3 GB/s of vector; copy 26 GB/s.
+     * The machine's memory constants, the same whatever the transport: measured on this project's
+     * 2-core development machine (Linux x86_64, Temurin 25) on 2026-11-21 ~08:25 UTC with
+     * TunerCalibration (jccl-core test scope; how to run it is in its javadoc): gamma = a float32 SUM
+     * of 16 MiB into 16 MiB per byte, copy = MemorySegment.copy of 16 MiB per byte, each the least of
+     * three medians: reduction 12.3 GB/s of vector, copy 26 GB/s. The transports' own costs (alpha,
+     * beta) are declared by each transport (Transport#costs), measured the same day the same way.
      */
-    public static final Model LOCAL = new Model("LOCAL", 1.01e-6, 4.79e-11, 8.13e-11, 3.83e-11);
-    public static final Model TCP = new Model("TCP", 6.43e-6, 5.79e-10, 8.13e-11, 3.83e-11);
+    /** Seconds per byte of a reduction (float32 sum, dst op= src, out of cache). */
+    public static final double GAMMA = 8.13e-11;
+    /** Seconds per byte of a local copy (out of cache). */
+    public static final double COPY = 3.83e-11;
 
-    /*
-     * SHM (the /dev/shm rings), measured inside real algorithms rather than by a ping-pong (whose
-     * 0.23 us alpha priced the point-to-point algorithms below the shared segment they lose to):
-     * TunerCalibration SHM-STEP, 2026-11-21 14:55-14:57 UTC, load 2-3, six runs, medians: two ranks,
-     * each blocking all-reduce timed alone after a barrier; alpha = recursive doubling's 8-byte
-     * all-reduce (one exchange step, call included: 0.51-1.21 us, median 0.56; the ring's two steps
-     * 0.79-2.82, median 0.97), beta = the ring's slope between 1 MiB and 16 MiB (2.3e-10 s/B, median)
-     * less its reduction (gamma / 2): 1.86e-10 s/B, 5.4 GB/s, the two copies per transfer of the
-     * rings included. gamma and copy are the machine's (LOCAL's), as for every transport.
+    /**
+     * The model of a transport whose messages cost {@code c}, with the machine's memory constants.
+     *
+     * @param transport the transport's name, for log lines
      */
-    public static final Model SHM = new Model("SHM", 0.56e-6, 1.86e-10, LOCAL.gamma, LOCAL.copy);
-    private static final Map<String, Model> MEASURED = Map.of("LOCAL", LOCAL, "TCP", TCP, "SHM", SHM);
+    public static Model model(String transport, LinkCosts c) {
+        return new Model(transport, c.latencySeconds(), c.secondsPerByte(), GAMMA, COPY);
+    }
+
+    /**
+     * Of several transports' costs (by name), the slowest for a 1 MiB message (the bottleneck of a
+     * collective); a communicator with no pair at all is priced as {@code fallback}.
+     */
+    public static Model slowest(Map<String, LinkCosts> transports, Model fallback) {
+        Model worst = null;
+        for (Map.Entry<String, LinkCosts> e : transports.entrySet()) {
+            Model m = model(e.getKey(), e.getValue());
+            // >=: of equal models the last name wins (names in sorted order), so the network reads last.
+            if (worst == null || m.alpha + m.beta * (1 << 20) >= worst.alpha + worst.beta * (1 << 20)) {
+                worst = m;
+            }
+        }
+        return worst == null ? fallback : worst;
+    }
 
     /**
      * The shared collective segment ({@code Algo.SHARED}): alpha is one synchronisation step (a
      * release store of a word, acquire loads of the peers' words: 8-128 B all-reduces, which are
      * one such step, measured 0.3-0.7 us with perf --timing median on the 2-core machine; 0.40-0.55 us,
-     * median 0.43, with TunerCalibration SHM-STEP, the method and runs of {@link #SHM}'s alpha, so
+     * median 0.43, with TunerCalibration SHM-STEP, the method and runs of the SHM transport's alpha, so
      * that the two compare like for like), beta 0 (no
-     * message: the bytes move by the copies priced with the memory constants), gamma and copy LOCAL's
+     * message: the bytes move by the copies priced with the memory constants), gamma and copy the machine's
      * measured memory constants.
      */
-    public static final Model SHARED = new Model("SHM shared segment", 0.43e-6, 0, LOCAL.gamma, LOCAL.copy);
+    public static final Model SHARED = new Model("SHM shared segment", 0.43e-6, 0, GAMMA, COPY);
 
     /**
      * Largest all-reduce that takes the shared segment's one-step form (every rank copies its whole
@@ -94,32 +105,6 @@ public final class Tuner {
      */
     private static final long ONE_SHOT_MAX_2 = 32 << 10;
     private static final long ONE_SHOT_MAX = 8 << 10;
-
-    /**
-     * The measured model of a transport; a transport not measured yet (e.g. a new one)
-     * gets TCP's constants under its own name: conservative, since every same-host transport is
-     * at least as fast as loopback TCP.
-     */
-    public static Model model(String transport) {
-        Model m = MEASURED.get(transport);
-        if (m != null) {
-            return m;
-        }
-        return new Model(transport, TCP.alpha, TCP.beta, TCP.gamma, TCP.copy);
-    }
-
-    /** Of several transports' models, the slowest for a 1 MiB message (the bottleneck of a collective). */
-    public static Model slowest(Set<String> transports) {
-        Model worst = null;
-        for (String t : transports) {
-            Model m = model(t);
-            // >=: of equal models the last name wins, so SHM+TCP (SHM priced as TCP) reads TCP, the network.
-            if (worst == null || m.alpha + m.beta * (1 << 20) >= worst.alpha + worst.beta * (1 << 20)) {
-                worst = m;
-            }
-        }
-        return worst == null ? LOCAL : worst;
-    }
 
     private final AlgoSelector selector;
     private final int n;

@@ -4,12 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.Set;
+import java.util.Map;
+import java.util.TreeMap;
 import org.jccl.Config;
 import org.jccl.ConfigException;
 import org.jccl.Jccl;
+import org.jccl.internal.transport.local.LocalTransport;
+import org.jccl.internal.transport.shm.ShmTransport;
+import org.jccl.internal.transport.tcp.TcpTransport;
 import org.jccl.internal.tune.AlgoSelector.Algo;
 import org.jccl.internal.tune.AlgoSelector.Coll;
+import org.jccl.spi.LinkCosts;
 import org.junit.jupiter.api.Test;
 
 /** The tuner's choices for given constants, their crossovers, and JCCL_ALGO over them. */
@@ -129,23 +134,36 @@ class TunerTest {
     }
 
     @Test
-    void modelsByTransportName() {
-        assertEquals("TCP", Tuner.model("TCP").transport());
-        assertEquals("LOCAL", Tuner.model("LOCAL").transport());
-        // a transport not measured yet gets TCP's constants under its own name
-        Tuner.Model other = Tuner.model("NEW");
-        assertEquals("NEW", other.transport());
-        assertEquals(Tuner.model("TCP").alpha(), other.alpha());
-        // SHM has its own, measured inside real algorithms: cheaper than TCP per step and per byte,
-        // but a step dearer than the shared segment's one synchronisation (which must win small all-reduces)
-        Tuner.Model shm = Tuner.model("SHM");
-        assertEquals("SHM", shm.transport());
-        assertTrue(shm.alpha() < Tuner.model("TCP").alpha() && shm.beta() < Tuner.model("TCP").beta());
+    void modelsFromTheCostsTransportsDeclare() {
+        Tuner.Model tcp = Tuner.model("TCP", TcpTransport.COSTS);
+        assertEquals("TCP", tcp.transport());
+        assertEquals(TcpTransport.COSTS.latencySeconds(), tcp.alpha());
+        assertEquals(TcpTransport.COSTS.secondsPerByte(), tcp.beta());
+        // the memory constants are the machine's, the same whatever the transport
+        assertEquals(Tuner.GAMMA, tcp.gamma());
+        assertEquals(Tuner.COPY, Tuner.model("LOCAL", LocalTransport.COSTS).copy());
+        // SHM's were measured inside real algorithms: cheaper than TCP per step and per byte, but a
+        // step dearer than the shared segment's one synchronisation (which must win small all-reduces)
+        Tuner.Model shm = Tuner.model("SHM", ShmTransport.COSTS);
+        assertTrue(shm.alpha() < tcp.alpha() && shm.beta() < tcp.beta());
         assertTrue(shm.alpha() > Tuner.SHARED.alpha());
-        assertEquals("TCP", Tuner.slowest(Set.of("SHM", "TCP")).transport());
-        // a communicator whose pairs use several transports is modelled by the slowest
-        assertEquals("TCP", Tuner.slowest(Set.of("LOCAL", "TCP")).transport());
-        assertEquals("LOCAL", Tuner.slowest(Set.of("LOCAL")).transport());
-        assertTrue(Tuner.model("LOCAL").alpha() < Tuner.model("TCP").alpha());
+        assertTrue(LocalTransport.COSTS.latencySeconds() < TcpTransport.COSTS.latencySeconds());
+        // a communicator whose pairs use several transports is modelled by the slowest, by costs, not by name
+        Tuner.Model none = Tuner.model("none", TcpTransport.COSTS);
+        assertEquals("TCP", Tuner.slowest(new TreeMap<>(Map.of("SHM", ShmTransport.COSTS, "TCP", TcpTransport.COSTS)), none).transport());
+        assertEquals("TCP", Tuner.slowest(new TreeMap<>(Map.of("LOCAL", LocalTransport.COSTS, "TCP", TcpTransport.COSTS)), none).transport());
+        assertEquals("LOCAL", Tuner.slowest(Map.of("LOCAL", LocalTransport.COSTS), none).transport());
+        LinkCosts slowNew = new LinkCosts(50e-6, 1e-9, "test");
+        assertEquals("UCX", Tuner.slowest(new TreeMap<>(Map.of("UCX", slowNew, "TCP", TcpTransport.COSTS)), none).transport());
+        assertEquals("none", Tuner.slowest(Map.of(), none).transport());
+    }
+
+    @Test
+    void linkCostsRefuseNonsense() {
+        assertThrows(IllegalArgumentException.class, () -> new LinkCosts(-1, 0, "x"));
+        assertThrows(IllegalArgumentException.class, () -> new LinkCosts(0, Double.NaN, "x"));
+        assertThrows(IllegalArgumentException.class, () -> new LinkCosts(Double.POSITIVE_INFINITY, 0, "x"));
+        assertEquals("6.43 us, 1.7 GB/s", TcpTransport.COSTS.toString());
+        assertEquals(6.43e-6 + 1024 * 5.79e-10, TcpTransport.COSTS.seconds(1024), 1e-15);
     }
 }

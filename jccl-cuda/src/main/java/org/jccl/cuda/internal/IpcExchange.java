@@ -12,7 +12,6 @@ import org.jccl.ErrorCode;
 import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.Work;
-import org.jccl.cuda.CudaDevice;
 import org.jccl.internal.log.Log;
 
 /**
@@ -66,9 +65,11 @@ public final class IpcExchange implements Exchange {
 
     /**
      * Collective over {@code host}: allocates this rank's signal area, exchanges identities and
-     * handles, rejects two ranks on one GPU, maps every peer's signal area.
+     * handles, rejects two ranks on one GPU, maps every peer's signal area. {@code contextOf}: the primary
+     * context of a GPU of this process by ordinal (for peer access to the GPUs of ranks in this JVM).
      */
-    public static IpcExchange create(Communicator host, CudaDevice device, long signalBytes, Config config) {
+    public static IpcExchange create(Communicator host, Gpu device, long signalBytes, Config config,
+                                     java.util.function.IntFunction<java.lang.foreign.MemorySegment> contextOf) {
         int n = host.size();
         int rank = host.rank();
         long signal = CudaDriver.memAlloc(signalBytes);
@@ -80,7 +81,7 @@ public final class IpcExchange implements Exchange {
         byte[] uuid = device.uuid().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
         b.put(uuid, 0, Math.min(40, uuid.length));
         b.position(40);
-        b.putInt(device.multiprocessorCount());
+        b.putInt(device.multiprocessors());
         b.put(handle);
         b.putLong(JVM_TOKEN);
         b.putLong(signal);
@@ -129,7 +130,7 @@ public final class IpcExchange implements Exchange {
             } else if (same[q]) {
                 // Same process: the pointer is valid here once peer access to that GPU is enabled.
                 if (ordinal != device.ordinal()) {
-                    CudaDriver.ctxEnablePeerAccess(org.jccl.cuda.Cuda.device(ordinal).context());
+                    CudaDriver.ctxEnablePeerAccess(contextOf.apply(ordinal));
                 }
                 peers[q] = raw;
             } else {

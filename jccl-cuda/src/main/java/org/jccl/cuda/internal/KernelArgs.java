@@ -9,10 +9,10 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * The argument blocks of jccl's kernels, byte for byte as {@code struct Args} and {@code struct
- * P2pArgs} in jccl_kernels.cu (a descriptor class per layout: offsets are named here once). Each
- * instance owns one native block plus the one-entry kernelParams array that points at it; the
- * driver copies the block at launch, so one instance is reused for every launch of a communicator.
- * Not thread safe.
+ * P2pArgs} in jccl_kernels.cu (a descriptor class per layout: offsets are named here once; the
+ * signal area the kernels synchronise through is {@link SignalArea}). Each instance owns one
+ * native block plus the one-entry kernelParams array that points at it; the driver copies the block
+ * at launch, so one instance is reused for every launch of a communicator. Not thread safe.
  */
 public final class KernelArgs {
     public static final int MAX_RANKS = 8;
@@ -28,16 +28,9 @@ public final class KernelArgs {
     public static final int MODE_WARPS = 64;
     public static final int MODE_ROLES = 128;
 
-    /** Signal area words (jccl_kernels.cu SIG_*): the start flags, and the one-shot's mismatch guard words. */
-    public static final int SIG_START = 0;
-    public static final int SIG_GUARD = 8192;
-    /** Words of each rank's signal area (SIG_WORDS): 96 KiB. */
-    public static final int SIG_WORDS = SIG_GUARD + 2 * MAX_BLOCKS * MAX_RANKS;
-
-    /** Index (in words) of {@code src}'s guard word for block {@code block} of operations of epoch parity {@code parity}. */
-    public static int guardWord(long parity, int block, int src) {
-        return SIG_GUARD + (int) (((parity & 1) * MAX_BLOCKS + block) * MAX_RANKS + src);
-    }
+    /** PushArgs.vec bits (jccl_kernels.cu PUSH_*): 16-byte accesses; phase 2 stores locally, then to one peer after another. */
+    public static final int PUSH_VEC = 1;
+    public static final int PUSH_SERIAL = 2;
 
     // struct Args
     static final long SRC = 0;
@@ -170,7 +163,7 @@ public final class KernelArgs {
         block.set(JAVA_LONG, U_COUNT, count);
         block.set(JAVA_LONG, U_SLICE, slice);
         block.set(JAVA_LONG, U_EPOCH, epoch);
-        block.set(JAVA_INT, U_VEC, (vec ? 1 : 0) | (serial ? 2 : 0));
+        block.set(JAVA_INT, U_VEC, (vec ? PUSH_VEC : 0) | (serial ? PUSH_SERIAL : 0));
     }
 
     public static KernelArgs flags(Arena arena) {

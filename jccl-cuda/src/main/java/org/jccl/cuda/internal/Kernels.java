@@ -8,7 +8,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
-import org.jccl.cuda.CudaDevice;
 import org.jccl.cuda.CudaException;
 
 /**
@@ -36,7 +35,7 @@ public final class Kernels {
     /** Releases peers' one-shot kernels waiting for a rank whose call failed on the host (jccl_oneshot_release). */
     public final MemorySegment oneShotRelease;
 
-    private Kernels(CudaDevice device) {
+    private Kernels(Gpu device) {
         device.makeCurrent();
         byte[] bytes = image();
         MemorySegment data = Arena.global().allocate(bytes.length + 1L, 16);
@@ -69,7 +68,7 @@ public final class Kernels {
     }
 
     /** The kernels on {@code device}, loaded on first use. */
-    public static Kernels on(CudaDevice device) {
+    public static Kernels on(Gpu device) {
         return BY_DEVICE.computeIfAbsent(device.ordinal(), k -> new Kernels(device));
     }
 

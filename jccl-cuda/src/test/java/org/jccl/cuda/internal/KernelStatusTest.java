@@ -11,8 +11,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashSet;
-import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jccl.DataType;
@@ -28,7 +26,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Without a GPU: what the host makes of the failures jccl's kernels record in the host-mapped
  * status words (above all the one-shot all-reduce's mismatch guard), and that the Java mirrors of
- * the kernels' layouts (argument block, signal area, status words) agree with jccl_kernels.cu.
+ * the kernels' layouts (argument block, status words) agree with jccl_kernels.cu (the signal area:
+ * SignalAreaTest).
  */
 class KernelStatusTest {
     private static final Path CU = Path.of("").toAbsolutePath().resolve("src/main/cuda/jccl_kernels.cu");
@@ -149,10 +148,10 @@ class KernelStatusTest {
     @Test
     void theJavaMirrorsMatchTheKernelSource() throws IOException {
         String cu = Files.readString(CU);
-        assertEquals(KernelArgs.SIG_GUARD, define(cu, "SIG_GUARD"));
+        assertEquals(SignalArea.GUARD, define(cu, "SIG_GUARD"));
         assertEquals(KernelArgs.MAX_BLOCKS, define(cu, "JCCL_MAX_BLOCKS"));
         assertEquals(KernelArgs.MAX_RANKS, define(cu, "JCCL_MAX_RANKS"));
-        asserted(cu, "SIG_WORDS == " + KernelArgs.SIG_WORDS);
+        asserted(cu, "SIG_WORDS == " + SignalArea.WORDS);
         asserted(cu, "offsetof(OneShotArgs, guard) == " + KernelArgs.O_GUARD + " && sizeof(OneShotArgs) == " + KernelArgs.ONESHOT_BYTES);
         assertEquals(KernelStatus.ERR_ABORTED, define(cu, "ERR_ABORTED"));
         assertEquals(KernelStatus.ERR_TIMEOUT, define(cu, "ERR_TIMEOUT"));
@@ -167,23 +166,6 @@ class KernelStatusTest {
         assertEquals(KernelStatus.THEIRS, 4 + 1);
         assertEquals(KernelStatus.MINE, 5 + 1);
         assertTrue(8L * (KernelStatus.MINE + 1) <= KernelStatus.BYTES);
-    }
-
-    @Test
-    void everyGuardSlotHasAWordOfItsOwnInsideTheSignalArea() {
-        Set<Integer> seen = new HashSet<>();
-        for (int parity = 0; parity < 2; parity++) {
-            for (int b = 0; b < KernelArgs.MAX_BLOCKS; b++) {
-                for (int src = 0; src < KernelArgs.MAX_RANKS; src++) {
-                    int w = KernelArgs.guardWord(parity, b, src);
-                    assertTrue(w >= KernelArgs.SIG_GUARD && w < KernelArgs.SIG_WORDS, "word " + w);
-                    assertTrue(seen.add(w), "two guard slots share word " + w);
-                }
-            }
-        }
-        assertEquals(KernelArgs.SIG_WORDS - KernelArgs.SIG_GUARD, seen.size());
-        assertEquals(KernelArgs.guardWord(0, 5, 3), KernelArgs.guardWord(2, 5, 3), "epochs 2 apart share a slot");
-        assertEquals(0, KernelArgs.guardWord(1, 7, 0) % 8, "a block's line starts at a 64-byte boundary");
     }
 
     @Test

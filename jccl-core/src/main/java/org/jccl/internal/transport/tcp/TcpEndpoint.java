@@ -100,15 +100,14 @@ final class TcpEndpoint implements Endpoint {
     private final ConcurrentHashMap<Integer, TcpConnection> connections = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    private TcpEndpoint(TransportContext ctx, ServerSocketChannel server, int nsocks, int socketBuffer, Duration connectTimeout)
-            throws IOException {
+    private TcpEndpoint(TransportContext ctx, ServerSocketChannel server, TcpSettings settings) throws IOException {
         this.ctx = ctx;
         this.rank = ctx.rank();
-        this.nsocks = nsocks;
-        this.checksum = Settings.CHECKSUM.getBool(ctx.config());
-        this.tls = Tls.fromConfig(ctx.config());
-        this.socketBuffer = socketBuffer;
-        this.connectTimeout = connectTimeout;
+        this.nsocks = settings.sockets();
+        this.checksum = settings.checksum();
+        this.tls = settings.tls();
+        this.socketBuffer = settings.socketBuffer();
+        this.connectTimeout = settings.connectTimeout();
         this.server = server;
         this.local = (InetSocketAddress) server.getLocalAddress();
         this.address = TcpWire.encodeAddress(local);
@@ -130,14 +129,10 @@ final class TcpEndpoint implements Endpoint {
      * @throws IOException when the socket cannot be bound; the message names the address and the fix
      */
     static TcpEndpoint open(TransportContext ctx) throws IOException {
-        int threads = Settings.SOCKET_NTHREADS.getInt(ctx.config());
-        int perThread = Settings.NSOCKS_PERTHREAD.getInt(ctx.config());
-        int nsocks = Math.min(TcpWire.MAX_SOCKETS, threads * perThread);
-        int socketBuffer = (int) Settings.SOCKET_BUFFER.getLong(ctx.config());
-        Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(ctx.config());
-        Settings.CHECKSUM.getBool(ctx.config()); // a bad value fails before a port is held
-        Tls.fromConfig(ctx.config()); // and so does a broken TLS setup
-        InetAddress bindAddress = Interfaces.selectAddress(ctx.config());
+        TcpSettings settings = TcpSettings.conclude(ctx.config()); // a bad value fails before a port is held
+        int nsocks = settings.sockets();
+        int socketBuffer = settings.socketBuffer();
+        InetAddress bindAddress = settings.bindAddress();
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
             if (socketBuffer > 0) {
@@ -154,7 +149,7 @@ final class TcpEndpoint implements Endpoint {
         }
         TcpEndpoint ep;
         try {
-            ep = new TcpEndpoint(ctx, server, nsocks, socketBuffer, connectTimeout);
+            ep = new TcpEndpoint(ctx, server, settings);
         } catch (IOException e) {
             server.close();
             throw new IOException("rank " + ctx.rank() + " cannot serve its TCP listening socket: " + e.getMessage()

@@ -1,9 +1,6 @@
-package org.jccl.cuda.internal;
+package org.jccl.cuda;
 
 import org.jccl.ReduceOp;
-import org.jccl.cuda.CudaStream;
-import org.jccl.cuda.DeviceBuffer;
-import org.jccl.cuda.DeviceCommunicator;
 
 /**
  * Argument checks of the {@link DeviceCommunicator} calls, shared by its implementations so they
@@ -17,12 +14,12 @@ import org.jccl.cuda.DeviceCommunicator;
  * place (same address; for allGather and reduceScatter, the small buffer is this rank's slot of
  * the large one).
  */
-public final class DeviceArgs {
+final class DeviceArgs {
     private DeviceArgs() {
     }
 
     /** allReduce: returns send.count(); recv must hold as many. */
-    public static long checkAllReduce(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream s) {
+    static long checkAllReduce(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream s) {
         final String coll = "allReduce";
         required(coll, "send", send);
         required(coll, "recv", recv);
@@ -35,7 +32,7 @@ public final class DeviceArgs {
     }
 
     /** broadcast: returns recv.count(); send is required (and must hold as many) only on the root. */
-    public static long checkBroadcast(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, int root, CudaStream s) {
+    static long checkBroadcast(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, int root, CudaStream s) {
         final String coll = "broadcast";
         required(coll, "recv", recv);
         root(c, coll, root);
@@ -52,7 +49,7 @@ public final class DeviceArgs {
     }
 
     /** reduce: returns send.count(); recv is required (and must hold as many) only on the root. */
-    public static long checkReduce(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream s) {
+    static long checkReduce(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, int root, CudaStream s) {
         final String coll = "reduce";
         required(coll, "send", send);
         required(coll, "op", op);
@@ -70,7 +67,7 @@ public final class DeviceArgs {
     }
 
     /** allGather: returns send.count() (per rank); recv must hold size() times as many. */
-    public static long checkAllGather(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, CudaStream s) {
+    static long checkAllGather(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, CudaStream s) {
         final String coll = "allGather";
         required(coll, "send", send);
         required(coll, "recv", recv);
@@ -83,7 +80,7 @@ public final class DeviceArgs {
     }
 
     /** reduceScatter: returns recv.count() (per rank); send must hold size() times as many. */
-    public static long checkReduceScatter(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream s) {
+    static long checkReduceScatter(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, ReduceOp op, CudaStream s) {
         final String coll = "reduceScatter";
         required(coll, "send", send);
         required(coll, "recv", recv);
@@ -100,7 +97,7 @@ public final class DeviceArgs {
      * allToAll: returns the block, send.count() / size() elements to and from each rank;
      * send.count() must be a multiple of size() and recv must hold send.count().
      */
-    public static long checkAllToAll(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, CudaStream s) {
+    static long checkAllToAll(DeviceCommunicator c, DeviceBuffer send, DeviceBuffer recv, CudaStream s) {
         final String coll = "allToAll";
         required(coll, "send", send);
         required(coll, "recv", recv);
@@ -116,7 +113,7 @@ public final class DeviceArgs {
     }
 
     /** send or recv ({@code coll}): returns buf.count(). */
-    public static long checkPointToPoint(DeviceCommunicator c, String coll, DeviceBuffer buf, int peer, CudaStream s) {
+    static long checkPointToPoint(DeviceCommunicator c, String coll, DeviceBuffer buf, int peer, CudaStream s) {
         required(coll, "buf", buf);
         common(c, coll, s, buf, null);
         if (peer < 0 || peer >= c.size()) {
@@ -126,7 +123,7 @@ public final class DeviceArgs {
     }
 
     /** Whether send and recv are the in-place form: send starts {@code slotOffsetBytes} into recv (both non-null). */
-    public static boolean inPlace(DeviceBuffer send, DeviceBuffer recv, long slotOffsetBytes) {
+    static boolean inPlace(DeviceBuffer send, DeviceBuffer recv, long slotOffsetBytes) {
         return send != null && recv != null && send.device().ordinal() == recv.device().ordinal()
                 && send.address() - recv.address() == slotOffsetBytes;
     }

@@ -1,0 +1,37 @@
+package org.jccl.internal.transport.tcp;
+
+import java.net.InetAddress;
+import java.time.Duration;
+import org.jccl.Config;
+import org.jccl.ConfigException;
+import org.jccl.internal.config.Settings;
+import org.jccl.internal.net.Interfaces;
+import org.jccl.internal.net.Tls;
+
+/**
+ * The TCP transport's settings, read and checked once when an endpoint opens (Aeron's
+ * {@code Context.conclude()}): every bad value fails there, before a port is held, and the transport
+ * reads fields afterwards, never the configuration.
+ *
+ * @param sockets sockets per peer: {@code JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD}, at most {@link TcpWire#MAX_SOCKETS}
+ * @param socketBuffer SO_SNDBUF/SO_RCVBUF in bytes ({@code JCCL_SOCKET_BUFFER}); 0 leaves the kernel's autotuning
+ * @param connectTimeout how long a connection to a peer may take ({@code JCCL_CONNECT_TIMEOUT})
+ * @param checksum CRC32C over every stripe ({@code JCCL_CHECKSUM})
+ * @param tls TLS for the connections ({@code JCCL_TLS}), or null
+ * @param bindAddress the address to listen on ({@code JCCL_SOCKET_IFNAME}, {@code JCCL_SOCKET_FAMILY})
+ */
+record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boolean checksum, Tls tls, InetAddress bindAddress) {
+
+    /**
+     * Reads and checks the TCP settings of {@code config}.
+     *
+     * @throws ConfigException naming the variable, its value and what is allowed
+     */
+    static TcpSettings conclude(Config config) {
+        int threads = Settings.SOCKET_NTHREADS.getInt(config);
+        int perThread = Settings.NSOCKS_PERTHREAD.getInt(config);
+        return new TcpSettings(Math.min(TcpWire.MAX_SOCKETS, threads * perThread), (int) Settings.SOCKET_BUFFER.getLong(config),
+                Settings.CONNECT_TIMEOUT.getDuration(config), Settings.CHECKSUM.getBool(config), Tls.fromConfig(config),
+                Interfaces.selectAddress(config));
+    }
+}
