@@ -5,6 +5,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * One posted send or receive of a whole message on a {@link Connection}. The connection advances
  * it in {@link Connection#progress()} and marks it done or failed; the runtime polls {@link #isDone()}.
+ * One-sided operations use it too: a {@link Connection#put put} is a request with {@link #isSend()}
+ * true whose segment is the put's source, a {@link Connection#flush() flush} one with an empty segment.
  *
  * <p>Threading: the fields other than {@code done}/{@code error} belong to the thread that drives
  * the connection's progress. {@code done} is published with release semantics (volatile), so a

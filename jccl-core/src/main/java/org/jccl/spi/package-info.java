@@ -5,5 +5,10 @@
  * posted as {@link org.jccl.spi.P2pRequest}s and advanced by non-blocking {@code progress()} calls
  * from the communicator's operation thread. Algorithms are written against this layer only, so a
  * new transport inherits every collective.
+ *
+ * <p>Optionally a transport registers memory ({@link org.jccl.spi.RegisteredRegion}, with a remote key
+ * packed to bytes; {@link org.jccl.spi.RegistrationCache} for transports whose registration is costly)
+ * and puts into peers' regions ({@link org.jccl.spi.RemoteRegion}, {@code Connection.put} and
+ * {@code flush}); {@link org.jccl.spi.MemoryType} says which memory (host, CUDA device) it takes.
  */
 package org.jccl.spi;

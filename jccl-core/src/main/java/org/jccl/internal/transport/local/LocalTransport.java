@@ -13,8 +13,11 @@ import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.GuardMismatchException;
 import org.jccl.spi.LinkCosts;
+import org.jccl.spi.MemoryType;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
+import org.jccl.spi.RegisteredRegion;
+import org.jccl.spi.RemoteRegion;
 import org.jccl.spi.Transport;
 import org.jccl.spi.TransportContext;
 
@@ -24,7 +27,8 @@ import org.jccl.spi.TransportContext;
  * receive posted, copies straight from the sender's memory and completes both. No sockets, no
  * staging; the sender's request carries its call's guard word, which the receiver compares with its
  * own before it copies. Chosen first (priority 0) for peers with the same JVM process id; off with
- * {@code JCCL_LOCAL_DISABLE=1}, which makes such ranks use TCP over loopback instead.
+ * {@code JCCL_LOCAL_DISABLE=1}, which makes such ranks use TCP over loopback instead. Registration
+ * and one-sided puts: {@link LocalRegions} (a put is one copy, a flush is immediate).
  */
 public final class LocalTransport implements Transport {
     /** Open endpoints of this JVM, by "commIdHex:rank". */
@@ -97,11 +101,13 @@ public final class LocalTransport implements Transport {
         /** inbox[p]: what rank p sends to this rank. */
         private final Mailbox[] inbox;
         private final LocalConnection[] connections;
+        private final LocalRegions regions;
         private volatile boolean closed;
 
         LocalEndpoint(TransportContext ctx, String key) {
             this.ctx = ctx;
             this.key = key;
+            this.regions = new LocalRegions(ctx);
             this.inbox = new Mailbox[ctx.size()];
             for (int i = 0; i < inbox.length; i++) {
                 inbox[i] = new Mailbox();
@@ -128,9 +134,42 @@ public final class LocalTransport implements Transport {
             if (peer == null) {
                 throw new IOException("rank " + peerRank + " has already closed its communicator (in-JVM endpoint " + peerKey + " is gone)");
             }
-            c = new LocalConnection(peerRank, inbox[peerRank], peer.inbox[ctx.rank()], peer.ctx);
+            c = new LocalConnection(peerRank, inbox[peerRank], peer.inbox[ctx.rank()], peer.ctx, regions);
             connections[peerRank] = c;
             return c;
+        }
+
+        @Override
+        public String transportName() {
+            return "LOCAL";
+        }
+
+        @Override
+        public boolean canRegister(MemoryType type) {
+            return type == MemoryType.HOST;
+        }
+
+        @Override
+        public boolean canAllocate() {
+            return true;
+        }
+
+        @Override
+        public RegisteredRegion register(MemorySegment memory) {
+            requireOpen();
+            return regions.register(memory);
+        }
+
+        @Override
+        public RegisteredRegion allocate(long length) {
+            requireOpen();
+            return regions.allocate(length);
+        }
+
+        private void requireOpen() {
+            if (closed) {
+                throw new IllegalStateException("in-JVM endpoint of rank " + ctx.rank() + " is closed");
+            }
         }
 
         @Override
@@ -150,6 +189,7 @@ public final class LocalTransport implements Transport {
             for (Mailbox m : inbox) {
                 m.closed = true;
             }
+            regions.close();
         }
     }
 
@@ -160,12 +200,44 @@ public final class LocalTransport implements Transport {
         private final ArrayDeque<P2pRequest> recvs = new ArrayDeque<>();
         private final ArrayDeque<P2pRequest> sends = new ArrayDeque<>();
         private final TransportContext peerContext;
+        private final LocalRegions regions;
+        private volatile boolean closed;
 
-        LocalConnection(int peer, Mailbox in, Mailbox out, TransportContext peerContext) {
+        LocalConnection(int peer, Mailbox in, Mailbox out, TransportContext peerContext, LocalRegions regions) {
             this.peer = peer;
             this.in = in;
             this.out = out;
             this.peerContext = peerContext;
+            this.regions = regions;
+        }
+
+        @Override
+        public boolean supportsPut() {
+            return true;
+        }
+
+        @Override
+        public RemoteRegion unpack(byte[] packedKey) {
+            requireOpen();
+            return regions.unpack(packedKey, this, peer, peerContext);
+        }
+
+        @Override
+        public P2pRequest put(MemorySegment src, RemoteRegion dst, long dstOffset) {
+            requireOpen();
+            return regions.put(this, src, dst, dstOffset);
+        }
+
+        @Override
+        public P2pRequest flush() {
+            requireOpen();
+            return LocalRegions.flushed();
+        }
+
+        private void requireOpen() {
+            if (closed) {
+                throw new IllegalStateException("the LOCAL connection to rank " + peer + " is closed");
+            }
         }
 
         @Override
@@ -260,8 +332,10 @@ public final class LocalTransport implements Transport {
 
         @Override
         public void close() {
+            closed = true;
             in.closed = true;
             out.closed = true;
+            regions.closeRemotes(this);
             peerContext.wakeup();
         }
     }

@@ -26,6 +26,7 @@ import org.jccl.spi.Connection;
 import org.jccl.spi.GuardMismatchException;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
+import org.jccl.spi.RemoteRegion;
 
 /**
  * A link to one same-host peer through two single-producer single-consumer rings in shared memory
@@ -60,6 +61,8 @@ final class ShmConnection implements Connection {
     private final long outSlotBytes;
     private final long outData;
     private final boolean checkPid;
+    /** The endpoint's regions: unpacking peers' keys and putting into their mapped files. */
+    private final ShmRegions regions;
     private final ArrayDeque<P2pRequest> sends = new ArrayDeque<>();
     private final ArrayDeque<P2pRequest> recvs = new ArrayDeque<>();
 
@@ -86,7 +89,8 @@ final class ShmConnection implements Connection {
     private long idleSince;
 
     ShmConnection(int selfRank, PeerInfo peer, MemorySegment in, MemorySegment out, boolean checkPid, SocketChannel doorbell,
-                  long raiseAfterNanos) {
+                  long raiseAfterNanos, ShmRegions regions) {
+        this.regions = regions;
         this.doorbell = doorbell;
         this.raiseAfterNanos = raiseAfterNanos;
         this.selfRank = selfRank;
@@ -137,6 +141,37 @@ final class ShmConnection implements Connection {
         P2pRequest r = new P2pRequest(src, true, guard);
         sends.add(r);
         return r;
+    }
+
+    @Override
+    public boolean supportsPut() {
+        return true;
+    }
+
+    /** Maps the peer's region file (once per file: later unpacks share the mapping). */
+    @Override
+    public RemoteRegion unpack(byte[] packedKey) throws IOException {
+        requireOpen();
+        return regions.unpack(packedKey, this, peer);
+    }
+
+    /** One copy into the peer's mapped file, done before this returns (see ShmRegions). */
+    @Override
+    public P2pRequest put(MemorySegment src, RemoteRegion dst, long dstOffset) {
+        requireOpen();
+        return regions.put(this, src, dst, dstOffset);
+    }
+
+    @Override
+    public P2pRequest flush() {
+        requireOpen();
+        return ShmRegions.flushed();
+    }
+
+    private void requireOpen() {
+        if (closed) {
+            throw new IllegalStateException("SHM connection from rank " + selfRank + " to " + peer.describe() + " is closed");
+        }
     }
 
     @Override
@@ -428,6 +463,7 @@ final class ShmConnection implements Connection {
             return;
         }
         closed = true;
+        regions.closeRemotes(this);
         try {
             INT.setRelease(out, SENDER_STATE_OFFSET, SENDER_CLOSED);
             INT.setRelease(in, RECEIVER_STATE_OFFSET, RECEIVER_CLOSED);

@@ -33,7 +33,10 @@ import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
+import org.jccl.spi.MemoryType;
+import org.jccl.spi.OneSidedUnsupportedException;
 import org.jccl.spi.PeerInfo;
+import org.jccl.spi.RegisteredRegion;
 import org.jccl.spi.TransportContext;
 
 /**
@@ -53,6 +56,8 @@ import org.jccl.spi.TransportContext;
  * File names: {@code jccl-shm-<communicator id>-<receiver nonce>-<receiver pid>-<from>to<to>}; the
  * random per-endpoint nonce and the pid mean a file of a dead job is never mistaken for a new one.
  * Address published at bootstrap: {@code "1;<nonce hex>;<d: doorbell socket | ->;<directory>"}.
+ *
+ * <p>Registered regions (one-sided puts) are files of their own, made by {@link #allocate}: see {@link ShmRegions}.
  *
  * <p>3. Doorbells: a Unix-domain socket per peer pair (the lower rank connects to the higher one's
  * listener {@code jccl-shm-<comm>-<nonce>-<pid>.sock}, sends its rank and the communicator id);
@@ -91,6 +96,8 @@ final class ShmEndpoint implements Endpoint {
     private ShmCollArea coll;
     /** Rank 0: the segment's file names (temporary, final) while they may exist. */
     private final Path[] collCreated = new Path[2];
+    /** Regions allocated here and peers' regions mapped here (registration and one-sided puts). */
+    private final ShmRegions regions;
     private boolean closed;
 
     ShmEndpoint(TransportContext ctx) {
@@ -116,7 +123,42 @@ final class ShmEndpoint implements Endpoint {
         this.collBytes = cb == 0 ? 0 : ShmCollDescriptor.areaBytes(cb);
         this.collSlotBytes = Settings.SHM_COLL_SLOT.getLong(ctx.config());
         this.collRing = Settings.SHM_COLL_RING.getInt(ctx.config());
+        this.regions = new ShmRegions(ctx, dir, PREFIX + comm, nonce);
         openListener(ProcessHandle.current().pid());
+    }
+
+    @Override
+    public String transportName() {
+        return ShmTransport.NAME;
+    }
+
+    /** SHM registers only memory it allocates (a /dev/shm file): another process cannot write this process's private memory. */
+    @Override
+    public boolean canRegister(MemoryType type) {
+        return false;
+    }
+
+    @Override
+    public boolean canAllocate() {
+        return true;
+    }
+
+    @Override
+    public RegisteredRegion register(MemorySegment memory) {
+        throw new OneSidedUnsupportedException(ShmTransport.NAME, "registration of this process's memory", "memory that ranks in other"
+                + " processes can write must be shared memory: allocate the region with Endpoint#allocate(length), which SHM backs with a"
+                + " file in " + dir + " (writing into another process's private memory would need process_vm_writev, which many containers"
+                + " block)");
+    }
+
+    @Override
+    public RegisteredRegion allocate(long length) throws IOException {
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("SHM endpoint of rank " + rank + " is closed");
+            }
+        }
+        return regions.allocate(length);
     }
 
     /** The doorbell listener, a Unix-domain socket in the directory; without it the peers poll (selector timeout). */
@@ -144,7 +186,7 @@ final class ShmEndpoint implements Endpoint {
     }
 
     /** The nonce, doorbell, shared collective segment size (what rank 0's says counts) and directory a peer published. */
-    private record PeerAddress(String nonce, boolean doorbell, long collBytes, Path dir) {
+    record PeerAddress(String nonce, boolean doorbell, long collBytes, Path dir) {
         static PeerAddress parse(PeerInfo p) throws IOException {
             String a = new String(p.addresses().get(ShmTransport.NAME), StandardCharsets.UTF_8);
             String[] parts = a.split(";", 5);
@@ -505,7 +547,7 @@ final class ShmEndpoint implements Endpoint {
                 throw new IOException("rank " + rank + " has no SHM ring with rank " + peerRank + " (not prepared for this peer)");
             }
             c = new ShmConnection(rank, ctx.peer(peerRank), inbound[peerRank], outbound[peerRank], checkPid[peerRank], doorbells[peerRank],
-                    raiseAfterNanos);
+                    raiseAfterNanos, regions);
             connections[peerRank] = c;
             Log.info(Log.Subsys.SHM, rank, "rank " + rank + " -> rank " + peerRank + " via " + c.describe());
         }
@@ -526,6 +568,7 @@ final class ShmEndpoint implements Endpoint {
                 c.close();
             }
         }
+        regions.close();
         ShmCollArea area;
         synchronized (this) {
             area = coll;

@@ -166,6 +166,15 @@ final class TcpEndpoint implements Endpoint {
         return address.clone();
     }
 
+    /**
+     * "TCP". Registration and one-sided puts are not offered (the SPI's defaults say so and refuse them
+     * with this name): a put over a byte stream is a message, which send/recv already are.
+     */
+    @Override
+    public String transportName() {
+        return TcpTransport.NAME;
+    }
+
     /** The address this endpoint listens on. */
     InetSocketAddress localAddress() {
         return local;

@@ -1,0 +1,249 @@
+package org.jccl.conformance;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jccl.Config;
+import org.jccl.spi.Connection;
+import org.jccl.spi.Endpoint;
+import org.jccl.spi.P2pRequest;
+import org.jccl.spi.PeerInfo;
+import org.jccl.spi.Transport;
+import org.jccl.spi.TransportContext;
+
+/**
+ * One rank of a transport-level test: its endpoint of a {@link Transport}, opened with a {@link
+ * TransportContext} that the rig fills in as bootstrap would, its connections to every peer, and
+ * helpers that move small messages over them (carrying remote keys and notifications). Used the same
+ * way whether the ranks are threads of this JVM ({@link OneSidedConformance}) or processes
+ * ({@link SpiRankServer}).
+ */
+final class SpiRig {
+    /** How long any one wait of a scenario may take before it fails instead of hanging. */
+    static final long DEADLINE_MILLIS = 60_000;
+
+    private final int rank;
+    private final int size;
+    private final Endpoint endpoint;
+    private final Connection[] connections;
+    private final Context ctx;
+
+    private SpiRig(Context ctx, Endpoint endpoint) {
+        this.ctx = ctx;
+        this.rank = ctx.rank;
+        this.size = ctx.size;
+        this.endpoint = endpoint;
+        this.connections = new Connection[size];
+    }
+
+    int rank() {
+        return rank;
+    }
+
+    int size() {
+        return size;
+    }
+
+    Endpoint endpoint() {
+        return endpoint;
+    }
+
+    Connection connection(int peer) {
+        return connections[peer];
+    }
+
+    String transport() {
+        return endpoint.transportName();
+    }
+
+    /** Opens this rank's endpoint; the peers' infos come later ({@link #setPeers}). */
+    static SpiRig open(Transport t, byte[] commId, byte[] secret, int rank, int size, Config config) throws IOException {
+        Context c = new Context(commId, rank, size, secret, config);
+        return new SpiRig(c, t.open(c));
+    }
+
+    /** The peer table, as bootstrap would hand it to every rank; {@code peers[r]} is rank r's info. */
+    void setPeers(PeerInfo[] peers) {
+        for (int r = 0; r < size; r++) {
+            ctx.peers.set(r, peers[r]);
+        }
+    }
+
+    /** What this rank publishes at bootstrap: its endpoint address under the transport's name. */
+    PeerInfo info(Transport t, String hostId, long pid, String processId) {
+        return new PeerInfo(rank, "testhost", pid, hostId, processId, Map.of(t.name(), endpoint.address()));
+    }
+
+    /** Prepares the endpoint for every peer and connects to each (blocks until the peers do the same). */
+    void connectAll() throws IOException {
+        int[] peers = new int[size - 1];
+        for (int r = 0, i = 0; r < size; r++) {
+            if (r != rank) {
+                peers[i++] = r;
+            }
+        }
+        endpoint.prepare(peers);
+        for (int p : peers) {
+            connections[p] = endpoint.connect(p);
+        }
+    }
+
+    /** Spins progress on every connection of this rank until all requests are done; fails on a request error or after the deadline. */
+    void drive(List<P2pRequest> reqs) throws IOException {
+        long deadline = System.nanoTime() + DEADLINE_MILLIS * 1_000_000;
+        while (true) {
+            for (Connection c : connections) {
+                if (c != null) {
+                    c.progress();
+                }
+            }
+            boolean all = true;
+            for (P2pRequest r : reqs) {
+                if (r.isDone()) {
+                    if (r.error() != null) {
+                        throw new IOException("rank " + rank + ": request failed: " + r.error(), r.error());
+                    }
+                } else {
+                    all = false;
+                }
+            }
+            if (all) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("rank " + rank + ": requests still pending after " + DEADLINE_MILLIS + " ms");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    void drive(P2pRequest... reqs) throws IOException {
+        drive(List.of(reqs));
+    }
+
+    /**
+     * Sends {@code out.get(p)} to every peer p in the map and receives one byte string from every peer in
+     * {@code from}: an 8-byte length, then the bytes (receives posted before sends, so no order deadlocks).
+     */
+    Map<Integer, byte[]> exchange(Map<Integer, byte[]> out, int... from) throws IOException {
+        // Shared: the in-JVM transport's receiver copies straight from the sender's memory, on its own thread.
+        try (Arena a = Arena.ofShared()) {
+            Map<Integer, MemorySegment> lengths = new HashMap<>();
+            List<P2pRequest> reqs = new ArrayList<>();
+            for (int p : from) {
+                MemorySegment l = a.allocate(8);
+                lengths.put(p, l);
+                reqs.add(connections[p].recv(l));
+            }
+            for (Map.Entry<Integer, byte[]> e : out.entrySet()) {
+                MemorySegment l = a.allocate(8);
+                l.set(ValueLayout.JAVA_LONG, 0, e.getValue().length);
+                reqs.add(connections[e.getKey()].send(l));
+            }
+            drive(reqs);
+            reqs.clear();
+            Map<Integer, MemorySegment> bodies = new HashMap<>();
+            for (int p : from) {
+                MemorySegment b = a.allocate(Math.max(1, lengths.get(p).get(ValueLayout.JAVA_LONG, 0)))
+                        .asSlice(0, lengths.get(p).get(ValueLayout.JAVA_LONG, 0));
+                bodies.put(p, b);
+                reqs.add(connections[p].recv(b));
+            }
+            for (Map.Entry<Integer, byte[]> e : out.entrySet()) {
+                MemorySegment b = a.allocate(Math.max(1, e.getValue().length)).asSlice(0, e.getValue().length);
+                MemorySegment.copy(MemorySegment.ofArray(e.getValue()), 0, b, 0, e.getValue().length);
+                reqs.add(connections[e.getKey()].send(b));
+            }
+            drive(reqs);
+            Map<Integer, byte[]> in = new HashMap<>();
+            for (int p : from) {
+                in.put(p, bodies.get(p).toArray(ValueLayout.JAVA_BYTE));
+            }
+            return in;
+        }
+    }
+
+    /** Sends {@code bytes} to {@code peer} and waits until it is taken. */
+    void send(int peer, byte[] bytes) throws IOException {
+        exchange(Map.of(peer, bytes));
+    }
+
+    /** Receives one byte string from {@code peer}. */
+    byte[] recv(int peer) throws IOException {
+        return exchange(Map.of(), peer).get(peer);
+    }
+
+    /** Closes the endpoint (and every connection and region it made). */
+    void close() {
+        endpoint.close();
+    }
+
+    /** A context whose peer infos are filled in once every endpoint is open (as bootstrap would). */
+    private static final class Context implements TransportContext {
+        final byte[] commId;
+        final int rank;
+        final int size;
+        final byte[] secret;
+        final Config config;
+        final AtomicReferenceArray<PeerInfo> peers;
+
+        Context(byte[] commId, int rank, int size, byte[] secret, Config config) {
+            this.commId = commId;
+            this.rank = rank;
+            this.size = size;
+            this.secret = secret;
+            this.config = config;
+            this.peers = new AtomicReferenceArray<>(size);
+        }
+
+        @Override
+        public byte[] commId() {
+            return commId.clone();
+        }
+
+        @Override
+        public int rank() {
+            return rank;
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
+        public byte[] secret() {
+            return secret.clone();
+        }
+
+        @Override
+        public Config config() {
+            return config;
+        }
+
+        @Override
+        public PeerInfo peer(int r) {
+            PeerInfo p = peers.get(r);
+            if (p == null) {
+                throw new IllegalStateException("no peer info for rank " + r);
+            }
+            return p;
+        }
+
+        @Override
+        public boolean isStopping() {
+            return false;
+        }
+
+        @Override
+        public void wakeup() {
+            // the rig spins on progress; nothing blocks
+        }
+    }
+}
