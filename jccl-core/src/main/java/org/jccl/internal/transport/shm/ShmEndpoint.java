@@ -29,7 +29,6 @@ import org.jccl.JcclException;
 import org.jccl.JcclTimeoutException;
 import org.jccl.PeerFailedException;
 import org.jccl.ResourceException;
-import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
@@ -99,17 +98,20 @@ final class ShmEndpoint implements Endpoint {
     /** Regions allocated here and peers' regions mapped here (registration and one-sided puts). */
     private final ShmRegions regions;
     private boolean closed;
+    /** The settings, concluded once at open. */
+    private final ShmSettings settings;
 
     ShmEndpoint(TransportContext ctx) {
         this.ctx = ctx;
         this.rank = ctx.rank();
-        this.dir = Path.of(Settings.SHM_DIR.getString(ctx.config()));
+        this.settings = ShmSettings.conclude(ctx.config());
+        this.dir = settings.dir();
         byte[] n = new byte[8];
         RANDOM.nextBytes(n);
         this.nonce = HexFormat.of().formatHex(n);
         this.comm = HexFormat.of().formatHex(ctx.commId(), 0, 8);
-        this.slotCount = Settings.SHM_SLOTS.getInt(ctx.config());
-        this.slotBytes = Settings.SHM_CHUNK.getLong(ctx.config());
+        this.slotCount = settings.slots();
+        this.slotBytes = settings.slotBytes();
         int size = ctx.size();
         this.inbound = new MemorySegment[size];
         this.outbound = new MemorySegment[size];
@@ -118,11 +120,11 @@ final class ShmEndpoint implements Endpoint {
         this.connections = new ShmConnection[size];
         this.doorbells = new SocketChannel[size];
         // Raise the waiting flags well inside the spin phase, so they are up before the runtime blocks.
-        this.raiseAfterNanos = Math.min(50_000L, Settings.IDLE_SPIN_US.getLong(ctx.config()) * 500L);
-        long cb = Settings.SHM_COLL_BUFFER.getLong(ctx.config());
+        this.raiseAfterNanos = Math.min(50_000L, settings.idleSpinMicros() * 500L);
+        long cb = settings.collBuffer();
         this.collBytes = cb == 0 ? 0 : ShmCollDescriptor.areaBytes(cb);
-        this.collSlotBytes = Settings.SHM_COLL_SLOT.getLong(ctx.config());
-        this.collRing = Settings.SHM_COLL_RING.getInt(ctx.config());
+        this.collSlotBytes = settings.collSlotBytes();
+        this.collRing = settings.collRing();
         this.regions = new ShmRegions(ctx, dir, PREFIX + comm, nonce);
         openListener(ProcessHandle.current().pid());
     }
@@ -230,7 +232,7 @@ final class ShmEndpoint implements Endpoint {
             created[2 * p] = null;
         }
         // 2. The outbound rings the peers published: mapped, checked, unlinked.
-        long timeoutNanos = Settings.CONNECT_TIMEOUT.getDuration(ctx.config()).toNanos();
+        long timeoutNanos = settings.connectTimeout().toNanos();
         for (int p : peers) {
             PeerInfo info = ctx.peer(p);
             PeerAddress a = PeerAddress.parse(info);
@@ -512,7 +514,7 @@ final class ShmEndpoint implements Endpoint {
             collCreated[0] = null;
         } else {
             Path f = a0.dir().resolve(name);
-            seg = awaitAndMap(f, p0, Settings.CONNECT_TIMEOUT.getDuration(ctx.config()).toNanos(), "shared collective segment");
+            seg = awaitAndMap(f, p0, settings.connectTimeout().toNanos(), "shared collective segment");
             String bad = ShmCollDescriptor.validate(seg, n);
             if (bad != null) {
                 throw new IOException("rank " + rank + ": the shared collective segment " + f + " published by " + p0.describe()
