@@ -3,8 +3,11 @@
  * opens an {@link org.jccl.spi.Endpoint} per communicator, which makes one {@link
  * org.jccl.spi.Connection} per peer that uses it; connections carry ordered, exactly-sized messages
  * posted as {@link org.jccl.spi.P2pRequest}s and advanced by non-blocking {@code progress()} calls
- * from the communicator's operation thread. Algorithms are written against this layer only, so a
- * new transport inherits every collective.
+ * from whichever thread runs the communicator's operations (one at a time: the caller's own thread or
+ * the communicator's operation thread). Algorithms are written against this layer only, so a new
+ * transport inherits every collective. A transport declares what a message costs ({@link
+ * org.jccl.spi.LinkCosts}) for the tuner, and learns its rank's place on the host, GPU and NICs from
+ * the {@link org.jccl.spi.TransportContext}.
  *
  * <p>Optionally a transport registers memory ({@link org.jccl.spi.RegisteredRegion}, with a remote key
  * packed to bytes; {@link org.jccl.spi.RegistrationCache} for transports whose registration is costly)
