@@ -1,6 +1,6 @@
 /**
- * A user's program on jccl: {@code requires org.jccl.core} names jccl-core by the
- * {@code Automatic-Module-Name} in its jar's manifest.
+ * A user's program on jccl: {@code requires org.jccl.core} names jccl-core's module, which exports
+ * the API ({@code org.jccl}) and the transport SPI, and nothing of its internals.
  */
 module com.example.average {
     requires org.jccl.core;

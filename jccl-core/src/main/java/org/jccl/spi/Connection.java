@@ -80,7 +80,7 @@ public interface Connection extends AutoCloseable {
     /**
      * Whether messages to this peer move through memory both ranks map (shared memory, one JVM), not through
      * a socket. The mismatch guard's ring confirmation is awaited at the end of its call over such
-     * connections, where that costs less than holding it; over sockets it is held (docs/ARCHITECTURE.md).
+     * connections, where that costs less than holding it; over sockets it is held (docs/CONTRACTS.md, "The mismatch guard").
      */
     default boolean inMemory() {
         return false;

@@ -4,7 +4,7 @@ import java.io.IOException;
 import org.jccl.Config;
 
 /**
- * A way to move bytes between two ranks: tcp, and later shm, ucx and cuda-p2p. The runtime opens
+ * A way to move bytes between two ranks: LOCAL, SHM and TCP today, UCX as a plugin next. The runtime opens
  * an {@link Endpoint} per communicator on every enabled transport, and for each peer uses the first
  * transport (lowest {@link #priority()}) whose {@link #canConnect} accepts the pair, logging the
  * choice ({@code rank 0 -> rank 1 via TCP}). Implementations are found with {@link java.util.ServiceLoader}

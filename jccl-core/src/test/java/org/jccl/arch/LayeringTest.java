@@ -22,7 +22,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The layers of jccl-core (docs/ARCHITECTURE.md, "Layers"), checked on the compiled main classes:
+ * The layers of jccl-core (docs/ARCHITECTURE.md, "Layers and packages"), checked on the compiled main classes:
  * no package cycle, and no package using one of a layer above it. Bottom up:
  *
  * <pre>

@@ -173,7 +173,7 @@ final class PeerCommunicator extends CudaCommunicator {
      * epochs (one per kernel). {@code guard}: the mismatch guard's word of the call ({@link #guard}), published with
      * the buffers and compared by every rank before it launches. The one-shot all-reduce (in = out = 0)
      * exchanges nothing: its kernels compare the words, and the exchange gets a note of the call, which
-     * a peer whose call exchanges records finds while it waits for this rank's (see docs/ARCHITECTURE.md
+     * a peer whose call exchanges records finds while it waits for this rank's (see docs/CONTRACTS.md
      * "The mismatch guard"). A mismatch found on the host fails the communicator and releases the
      * peers' one-shot kernels that may wait for this rank at that operation ({@link #releaseOneShots}).
      */

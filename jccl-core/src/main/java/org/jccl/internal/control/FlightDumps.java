@@ -17,8 +17,8 @@ import org.jccl.internal.util.Json;
 
 /**
  * The files a rank's control plane writes to {@code JCCL_DUMP_DIR}: the flight recorder dump on a
- * stall report ({@code jccl-flight-<comm>-r<rank>-<pid>.json}, format in docs/ARCHITECTURE.md,
- * "Hang attribution"), the report common to dumps and {@code jccl status} answers, and the status
+ * stall report ({@code jccl-flight-<comm>-r<rank>-<pid>.json}, format in docs/CONTRACTS.md,
+ * "Failure detection and hang attribution"), the report common to dumps and {@code jccl status} answers, and the status
  * file that tells {@code jccl status} this rank's port and token. Called on the control thread.
  */
 final class FlightDumps {
@@ -58,7 +58,7 @@ final class FlightDumps {
         return RankState.of(rank, recorder, counters);
     }
 
-    /** Writes this rank's flight recorder to JCCL_DUMP_DIR (format: docs/ARCHITECTURE.md, "Hang attribution"). */
+    /** Writes this rank's flight recorder to JCCL_DUMP_DIR (format: docs/CONTRACTS.md, "Failure detection and hang attribution"). */
     void dump(String why, RankState[] states, int[] how) {
         Map<String, Object> m = report(states, how);
         m.put("reason", why);

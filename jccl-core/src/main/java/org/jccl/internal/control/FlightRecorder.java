@@ -307,7 +307,7 @@ public final class FlightRecorder {
         return ns == 0 ? 0 : baseEpochMs + (ns - baseNs) / 1_000_000;
     }
 
-    /** An entry as a JSON-ready map (the dump format, see docs/ARCHITECTURE.md). */
+    /** An entry as a JSON-ready map (the dump format, see docs/CONTRACTS.md, "Failure detection and hang attribution"). */
     public Map<String, Object> toMap(Entry e) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("seq", e.seq());

@@ -25,7 +25,7 @@ import org.jccl.spi.PeerInfo;
  *
  * <p>Under plain JUnit (CI, {@code ./mvnw test}) each method replays its seed corpus in {@code
  * src/test/resources/org/jccl/internal/bootstrap/BootstrapWireFuzzTestInputs/<method>/} plus an
- * empty input, asserting the same properties. To fuzz for real, see docs/ARCHITECTURE.md ("Wire
+ * empty input, asserting the same properties. To fuzz for real, see docs/WIRE.md ("Wire
  * format"): {@code JAZZER_FUZZ=1} with {@code -Djazzer.max_duration}.
  */
 class BootstrapWireFuzzTest {

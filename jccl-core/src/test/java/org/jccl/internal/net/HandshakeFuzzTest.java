@@ -29,7 +29,7 @@ import org.jccl.JcclException;
  *
  * <p>Plain JUnit replays the seed corpus in {@code
  * src/test/resources/org/jccl/internal/net/HandshakeFuzzTestInputs/}; {@code JAZZER_FUZZ=1}
- * fuzzes (see docs/ARCHITECTURE.md, "Wire format").
+ * fuzzes (see docs/WIRE.md, "Wire format").
  */
 class HandshakeFuzzTest {
 

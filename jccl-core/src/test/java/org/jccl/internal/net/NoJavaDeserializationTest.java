@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * "Nothing in jccl deserializes Java objects from the network": no main source file of any module
  * uses the JDK's object deserialization (ObjectInputStream, readObject/readUnshared, XMLDecoder);
- * every wire is a hand-written binary codec (docs/ARCHITECTURE.md "Wire format"). A guard that fails
+ * every wire is a hand-written binary codec (docs/WIRE.md "Wire format"). A guard that fails
  * the build the day someone adds one.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)

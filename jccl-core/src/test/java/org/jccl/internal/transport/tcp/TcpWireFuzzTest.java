@@ -34,7 +34,7 @@ import org.jccl.spi.PeerInfo;
  * hangs, never completes with other bytes, and never throws anything but an {@link IOException}.
  *
  * <p>Plain JUnit replays {@code src/test/resources/org/jccl/internal/transport/tcp/TcpWireFuzzTestInputs/};
- * {@code JAZZER_FUZZ=1} fuzzes (see docs/ARCHITECTURE.md, "Wire format").
+ * {@code JAZZER_FUZZ=1} fuzzes (see docs/WIRE.md, "Wire format").
  */
 class TcpWireFuzzTest {
 
