@@ -9,11 +9,11 @@ import org.jccl.JcclException;
  * jccl's GPU communicator: collectives between GPUs of one host through peer-mapped memory
  * (NVLink or PCIe peer-to-peer) with jccl's own kernels, enqueued on the caller's stream.
  *
- * <p>Algorithms (each one kernel, bracketed by a start and an end barrier among the ranks'
- * kernels, see jccl_kernels.cu): all-reduce one-shot (every GPU reads every peer's input and
- * reduces; small messages, out of place) or two-shot (GPU r reduces slice r from every peer and
- * writes the result into every peer's output), or for large messages a ring (every GPU stores only
- * to its successor: reduce-scatter, then all-gather); reduce-scatter and reduce by the same slice scheme;
+ * <p>Algorithms (each one kernel, see jccl_kernels.cu): all-reduce one-shot for small messages (every
+ * GPU pushes its input into every peer's inbox and reduces its own; in place or not, no record
+ * exchanged, no end barrier), push above it (stores only, through scratch), two-shot when forced (GPU r
+ * reduces slice r from every peer and writes the result into every peer's output), and for large
+ * messages a ring (every GPU stores only to its successor: reduce-scatter, then all-gather); reduce-scatter and reduce by the same slice scheme;
  * all-gather, broadcast and all-to-all as pushes (stores into the peers' outputs); send/recv as
  * pushes after the receiver's kernel says its buffer is free. Which variant runs is the GPU tuner's
  * table (org.jccl.cuda.internal.GpuTuner); the plans that launch them live beside it.

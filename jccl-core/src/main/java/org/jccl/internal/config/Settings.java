@@ -134,7 +134,7 @@ public final class Settings {
     public static final Setting CUDA_NBLOCKS = Setting.define("JCCL_CUDA_NBLOCKS", null, INT, "0", 0, 1024,
             "thread blocks per GPU collective kernel; 0 picks by message size");
     public static final Setting CUDA_ONESHOT_MAX = Setting.define("JCCL_CUDA_ONESHOT_MAX", null, BYTES, "256K", 0, 1L << 40,
-            "largest all-reduce (bytes) that uses the one-shot kernel (every GPU reads every peer); above it, two-shot");
+            "largest all-reduce (bytes) that uses the one-shot kernel (every GPU pushes into every peer's inbox); above it, push");
     public static final Setting CUDA_ALLREDUCE = Setting.define("JCCL_CUDA_ALLREDUCE", null, STRING, "auto", 0, 0,
             "GPU all-reduce algorithm: auto (oneshot, then push, then ring: from 64 MB on 3+ GPUs, 512 MB on 2), oneshot (pushes into every peer's inbox; at most JCCL_CUDA_ONESHOT_MAX), twoshot"
                     + " (loads from peers, stores to peers), push (stores only, through scratch) or push-serial (push, the reduced"
