@@ -463,6 +463,90 @@ public abstract class CollectiveConformance {
         });
     }
 
+    /**
+     * The in-flight bound (JCCL_MAX_INFLIGHT): rank 0 issues far more asynchronous all-reduces than
+     * the bound as fast as it can, the other ranks make the same calls slowly, blocking, one every 0.3 ms. Rank 0
+     * must be held back at the bound (never more in flight, the bound reached, and its last call issued only
+     * after rank 1 had made all but the bound's number of its calls), and every result must be right.
+     */
+    @ParameterizedTest(name = "async calls are held at the in-flight bound n={0}")
+    @MethodSource("fewestRanks")
+    void asyncCallsAreHeldAtTheInFlightBound(int n) {
+        int limit = 4;
+        int ops = 120;
+        java.util.concurrent.atomic.AtomicInteger slowIssued = new java.util.concurrent.atomic.AtomicInteger();
+        List<Communicator> cs = Jccl.initLocal(n, config().with("JCCL_MAX_INFLIGHT", Integer.toString(limit)));
+        try {
+            Ranks.run(cs, STEP_TIMEOUT, c -> {
+                org.jccl.internal.runtime.CommunicatorImpl impl = (org.jccl.internal.runtime.CommunicatorImpl) c;
+                List<org.jccl.Work> works = new ArrayList<>();
+                List<long[]> bufs = new ArrayList<>();
+                for (int i = 0; i < ops; i++) {
+                    long[] x = {i, 1000L * c.rank() + i};
+                    bufs.add(x);
+                    if (c.rank() == 0) {
+                        works.add(c.allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM));
+                        assertTrue(impl.inFlight() <= limit, "rank 0 has " + impl.inFlight() + " operations in flight after issuing #" + i
+                                + ", more than JCCL_MAX_INFLIGHT=" + limit);
+                    } else {
+                        java.util.concurrent.locks.LockSupport.parkNanos(300_000);
+                        if (c.rank() == 1) {
+                            slowIssued.incrementAndGet();
+                        }
+                        c.allReduce(x, ReduceOp.SUM);
+                    }
+                }
+                if (c.rank() == 0) {
+                    int seen = slowIssued.get();
+                    assertTrue(seen >= ops - limit, "rank 0 issued its " + ops + " calls while rank 1 had made only " + seen
+                            + ": it was not held back at " + limit + " in flight");
+                    assertEquals(limit, impl.inFlightHighWater(), "most operations in flight at once on rank 0");
+                }
+                for (int i = 0; i < works.size(); i++) {
+                    works.get(i).join();
+                }
+                for (int i = 0; i < ops; i++) {
+                    long[] want = {(long) n * i, 1000L * n * (n - 1) / 2 + (long) n * i};
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(want, bufs.get(i), "rank " + c.rank() + " op " + i);
+                }
+            });
+        } finally {
+            cs.forEach(Communicator::close);
+        }
+    }
+
+    /**
+     * An asynchronous operation whose caller never waits for it still runs (the operation thread
+     * starts what its caller left queued, JCCL_OP_THREAD_DELAY_US): rank 0 issues an all-reduce and
+     * then only polls {@code isDone()}, the other ranks make the blocking call; all finish.
+     */
+    @ParameterizedTest(name = "an async operation runs while its caller does not wait n={0}")
+    @MethodSource("fewestRanks")
+    void anAsyncOperationRunsWhileItsCallerDoesNotWait(int n) {
+        run(n, c -> {
+            c.barrier();
+            float[] x = {1f, c.rank()};
+            if (c.rank() == 0) {
+                org.jccl.Work w = c.allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!w.isDone()) {
+                    assertTrue(System.nanoTime() - deadline < 0, "the all-reduce of a caller that does not wait never ran");
+                    Thread.sleep(1);
+                }
+                w.join();
+            } else {
+                c.allReduce(x, ReduceOp.SUM);
+            }
+            assertEquals(n, x[0]);
+            assertEquals(n * (n - 1) / 2f, x[1]);
+        });
+    }
+
+    /** The smallest rank count of the sweep with more than one rank. */
+    Stream<Integer> fewestRanks() {
+        return multiRankCounts().limit(1);
+    }
+
     Stream<Integer> multiRankCounts() {
         return java.util.Arrays.stream(ranks()).filter(n -> n >= 2).boxed();
     }

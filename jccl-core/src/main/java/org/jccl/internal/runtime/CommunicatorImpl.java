@@ -77,16 +77,10 @@ public final class CommunicatorImpl implements Communicator {
     /** JCCL_CHECK is not "none": calls carry the mismatch guard's words (OpGuard). */
     private final boolean guardOn;
 
-    private final LinkedBlockingQueue<Op> queue = new LinkedBlockingQueue<>();
     private final Staging.Pool stagingPool = new Staging.Pool();
-    private final Object submitLock = new Object();
-    private final ReentrantLock execLock = new ReentrantLock();
-    /** Operations issued and not yet finished: incremented under submitLock, decremented by whoever ran one. */
-    private final AtomicInteger pending = new AtomicInteger();
-    private long nextSeq;
-    /** Sequence number of the next operation to run; guarded by execLock (see {@link #help}). */
-    private long nextToRun;
-    private final Thread opThread;
+    /** Runs the operations in issue order: on the caller's thread where it can, else on the operation thread. */
+    private final Executor executor;
+    private final Object submitLock;
     private final OpContext ctx;
     private final ThreadLocal<GroupImpl> openGroup = new ThreadLocal<>();
     private final AtomicInteger splitCount = new AtomicInteger();
@@ -117,8 +111,6 @@ public final class CommunicatorImpl implements Communicator {
      * (FlightRecorder's class comment): for them two clock reads are a measurable part of the call.
      */
     private static final long UNTIMED_INLINE_BYTES = 64 << 10;
-
-    private static final Op POISON = new LambdaOp("close", 0, null, null, -1, c -> { });
 
     CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, PeerInfo[] peers,
                      List<Transport> transports, Map<Transport, Endpoint> endpoints, TransportContextImpl transportContext) {
@@ -180,9 +172,10 @@ public final class CommunicatorImpl implements Communicator {
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
         transportContext.setStillWaiting(ctx::stillWaiting);
-        this.opThread = new Thread(this::opLoop, "jccl-op-" + idShort() + "-r" + rank);
-        this.opThread.setDaemon(true);
-        this.opThread.start();
+        this.executor = new Executor(new ExecutorHost(), "jccl-op-" + idShort() + "-r" + rank, Settings.MAX_INFLIGHT.getInt(config),
+                Settings.OP_THREAD_DELAY_US.getLong(config) * 1000, IDLE_CONFIRM_MILLIS * 1_000_000L);
+        this.submitLock = executor.submitLock();
+        executor.start();
         Log.info(Log.Subsys.INIT, rank, "comm " + idShort() + " rank " + rank + " of " + size + " ready on " + peers[rank].host()
                 + " pid " + peers[rank].pid());
     }
@@ -275,6 +268,16 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public org.jccl.CommStats stats() {
         return counters.snapshot(rank);
+    }
+
+    /** Operations issued and not finished now (at most JCCL_MAX_INFLIGHT, but for blocking calls and groups). */
+    public int inFlight() {
+        return executor.pending();
+    }
+
+    /** The most operations that were ever issued and not finished at once on this communicator. */
+    public int inFlightHighWater() {
+        return executor.highWater();
     }
 
     /** The control channel, or null before it is connected. */
@@ -697,7 +700,7 @@ public final class CommunicatorImpl implements Communicator {
         if (!finishers.isEmpty()) {
             fused.finisher = () -> finishers.forEach(Runnable::run);
         }
-        enqueue(fused, true);
+        executor.issue(fused, true);
         fused.work.join();
     }
 
@@ -753,19 +756,14 @@ public final class CommunicatorImpl implements Communicator {
         transportContext.stop();
         ctx.wake();
         releaseEndpoints();
-        failQueued();
-        if (Thread.currentThread() != opThread) {
-            queue.offer(POISON);
-            opThread.interrupt();
-            // Not from a thread running an operation inline: the operation thread needs the execution
-            // lock to finish, so waiting for it there would stall (it exits once the lock is released).
-            if (!execLock.isHeldByCurrentThread()) {
-                try {
-                    opThread.join(TimeUnit.SECONDS.toMillis(1));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-                failQueued();
+        executor.failQueued();
+        if (Thread.currentThread() != executor.opThread()) {
+            executor.interrupt();
+            // Not from a thread running an operation: the operation thread needs the execution lock to
+            // finish, so waiting for it there would stall (it exits once the lock is released).
+            if (!executor.runningHere()) {
+                executor.awaitStopped(TimeUnit.SECONDS.toMillis(1));
+                executor.failQueued();
             }
         }
     }
@@ -778,15 +776,13 @@ public final class CommunicatorImpl implements Communicator {
             }
             closing = true;
         }
-        if (Thread.currentThread() == opThread) {
+        if (Thread.currentThread() == executor.opThread()) {
             throw new InvalidUsageException("close() called from jccl's own operation thread");
         }
-        queue.offer(POISON);
+        executor.requestStop();
         boolean interrupted = false;
-        while (opThread.isAlive()) {
-            try {
-                opThread.join();
-            } catch (InterruptedException e) {
+        while (!executor.stopped()) {
+            if (!executor.awaitStopped()) {
                 interrupted = true;
                 abort();
             }
@@ -797,7 +793,7 @@ public final class CommunicatorImpl implements Communicator {
         }
         transportContext.stop();
         releaseEndpoints();
-        failQueued();
+        executor.failQueued();
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
@@ -829,23 +825,6 @@ public final class CommunicatorImpl implements Communicator {
             } catch (RuntimeException ex) {
                 Log.warn(Log.Subsys.NET, rank, "closing an endpoint failed: " + ex);
             }
-        }
-    }
-
-    /** Fails every queued operation; a queued stop request (from close()) stays queued. */
-    private void failQueued() {
-        boolean stop = false;
-        Op op;
-        while ((op = queue.poll()) != null) {
-            if (op == POISON) {
-                stop = true;
-            } else {
-                op.work.fail(aborted(op));
-                delivered();
-            }
-        }
-        if (stop) {
-            queue.offer(POISON);
         }
     }
 
@@ -891,49 +870,49 @@ public final class CommunicatorImpl implements Communicator {
     /** OpContext#callsEnded at the operation thread's last idle look (its own field). */
     private long idleSeenEnded = -1;
 
-    private void opLoop() {
-        try {
-            while (true) {
-                Op op;
-                try {
-                    op = queue.poll(IDLE_CONFIRM_MILLIS, TimeUnit.MILLISECONDS);
-                } catch (InterruptedException e) {
-                    if (abortCause != null) {
-                        break;
-                    }
-                    continue;
-                }
-                if (op == null) {
-                    if (confirmWhileIdle()) {
-                        break;
-                    }
-                    continue;
-                }
-                if (op == POISON) {
-                    drainAtClose();
-                    break;
-                }
-                execLock.lock();
-                try {
-                    execute(op);
-                } finally {
-                    execLock.unlock();
-                    finished();
-                }
-                if (abortCause != null) {
-                    // Aborted (by this operation's failure or by abort()): nothing will run any more,
-                    // release the connections and end the thread now rather than at close().
-                    failQueued();
-                    break;
-                }
-            }
-        } finally {
-            execLock.lock();
-            try {
-                ctx.closeAll();
-            } finally {
-                execLock.unlock();
-            }
+    /** The executor's view of this communicator. */
+    private final class ExecutorHost implements Executor.Host {
+        @Override
+        public void ensureUsable() {
+            CommunicatorImpl.this.ensureUsable();
+        }
+
+        @Override
+        public void issued(Op op, boolean inline) {
+            recorder.issued(op.seq, op.name, op.bytes, op.type == null ? null : op.type.ncclName(),
+                    op.reduceOp == null ? null : op.reduceOp.ncclName(), op.rootOrPeer, transportOfOp(op),
+                    !inline || op.bytes > UNTIMED_INLINE_BYTES, inline);
+        }
+
+        @Override
+        public void execute(Op op) {
+            CommunicatorImpl.this.execute(op);
+        }
+
+        @Override
+        public void discard(Op op) {
+            op.work.fail(CommunicatorImpl.this.aborted(op));
+            delivered();
+        }
+
+        @Override
+        public boolean aborted() {
+            return abortCause != null;
+        }
+
+        @Override
+        public boolean idleTick() {
+            return confirmWhileIdle();
+        }
+
+        @Override
+        public void drainAtClose() {
+            CommunicatorImpl.this.drainAtClose();
+        }
+
+        @Override
+        public void released() {
+            ctx.closeAll();
         }
     }
 
@@ -953,9 +932,6 @@ public final class CommunicatorImpl implements Communicator {
             idleSeenEnded = ended;
             return false;
         }
-        if (!execLock.tryLock()) {
-            return false; // a call runs on the caller's thread: it progresses them
-        }
         try {
             if (abortCause == null) {
                 ctx.confirmIdle();
@@ -963,8 +939,6 @@ public final class CommunicatorImpl implements Communicator {
         } catch (RuntimeException e) {
             confirmationFailed(e);
             return true;
-        } finally {
-            execLock.unlock();
         }
         return false;
     }
@@ -983,7 +957,7 @@ public final class CommunicatorImpl implements Communicator {
             return null;
         }
         try {
-            if (!execLock.tryLock(100, TimeUnit.MILLISECONDS)) {
+            if (!executor.tryLock(100)) {
                 return null; // a call is running (another thread): it settles them or fails
             }
         } catch (InterruptedException e) {
@@ -999,7 +973,7 @@ public final class CommunicatorImpl implements Communicator {
         } catch (RuntimeException e) {
             confirmationFailed(e);
         } finally {
-            execLock.unlock();
+            executor.unlock();
         }
         JcclException cause = abortCause;
         return cause != null && cause.code() == ErrorCode.MISMATCH && !abortDelivered && !userAborted ? cause : null;
@@ -1007,7 +981,6 @@ public final class CommunicatorImpl implements Communicator {
 
     /** At close(), on the operation thread: waits for the outstanding ring confirmations (OpContext#drainConfirmations). */
     private void drainAtClose() {
-        execLock.lock();
         try {
             if (abortCause == null) {
                 ctx.drainConfirmations();
@@ -1016,8 +989,6 @@ public final class CommunicatorImpl implements Communicator {
             if (abortCause == null || !userAborted) {
                 confirmationFailed(e);
             }
-        } finally {
-            execLock.unlock();
         }
     }
 
@@ -1041,7 +1012,7 @@ public final class CommunicatorImpl implements Communicator {
         }
     }
 
-    /** Runs {@code op} (or fails it when aborted); the caller holds execLock. */
+    /** Runs {@code op} (or fails it when aborted); the caller holds the execution lock. */
     private void execute(Op op) {
         if (abortCause != null) {
             op.work.fail(aborted(op));
@@ -1049,44 +1020,6 @@ public final class CommunicatorImpl implements Communicator {
         } else {
             runOne(op);
         }
-        nextToRun = op.seq + 1;
-    }
-
-    /**
-     * Called by a thread about to wait for {@code w}: when nobody is executing, it runs queued
-     * operations itself, in order, until {@code w} is done. A burst of asynchronous calls followed by
-     * a wait then runs on the caller's thread, with no hand-off to the operation thread (on a host
-     * with few cores, often the same core). Order is kept by {@link #nextToRun}: a helper only runs
-     * the queue's head if it is exactly the next operation, so an operation the operation thread has
-     * already taken (and is about to run) can never be overtaken.
-     */
-    void help(WorkImpl w) {
-        if (Thread.currentThread() == opThread) {
-            return;
-        }
-        while (!w.isDone()) {
-            if (!execLock.tryLock()) {
-                return;
-            }
-            Op ran = null;
-            try {
-                Op head = queue.peek();
-                if (head == null || head == POISON || head.seq != nextToRun || !queue.remove(head)) {
-                    return;
-                }
-                ran = head;
-                execute(head);
-            } finally {
-                execLock.unlock();
-                if (ran != null) {
-                    finished();
-                }
-            }
-        }
-    }
-
-    private void finished() {
-        pending.decrementAndGet();
     }
 
     private void runOne(Op op) {
@@ -1247,7 +1180,7 @@ public final class CommunicatorImpl implements Communicator {
 
     private Staging staging() {
         ensureUsable();
-        return new Staging(opThread, stagingPool);
+        return new Staging(executor.opThread(), stagingPool);
     }
 
     private Work submit(Op op, Staging st, boolean blocking) {
@@ -1260,46 +1193,7 @@ public final class CommunicatorImpl implements Communicator {
             g.ops.add(op);
             return op.work;
         }
-        return enqueue(op, blocking);
-    }
-
-    /**
-     * Queues {@code op}, or runs it at once on this thread when {@code mayRunInline} and nothing else
-     * is pending (then no other operation can start before it finishes: pending stays above zero).
-     */
-    private Work enqueue(Op op, boolean mayRunInline) {
-        boolean inline;
-        synchronized (submitLock) {
-            ensureUsable();
-            op.seq = nextSeq++;
-            if (op instanceof FusedOp f) {
-                for (Op o : f.ops()) {
-                    o.seq = op.seq;
-                }
-            }
-            // The execution lock is taken here, under the submission lock, and only tried: were it taken after
-            // leaving this block, an operation issued next by another thread could be taken by the operation
-            // thread and run first. With nothing else pending it is free (runners release it before counting
-            // their operation finished), except while the operation thread closes: then the call queues.
-            inline = pending.incrementAndGet() == 1 && mayRunInline && Thread.currentThread() != opThread && execLock.tryLock();
-            op.startedAtIssue = inline;
-            recorder.issued(op.seq, op.name, op.bytes, op.type == null ? null : op.type.ncclName(),
-                    op.reduceOp == null ? null : op.reduceOp.ncclName(), op.rootOrPeer, transportOfOp(op),
-                    !inline || op.bytes > UNTIMED_INLINE_BYTES, inline);
-            op.work.owner = this;
-            if (!inline) {
-                queue.add(op);
-            }
-        }
-        if (inline) {
-            try {
-                execute(op);
-            } finally {
-                execLock.unlock();
-                finished();
-            }
-        }
-        return op.work;
+        return executor.issue(op, blocking);
     }
 
     /**
