@@ -315,6 +315,17 @@ public final class CommunicatorImpl implements Communicator {
         return peers[r];
     }
 
+    /** How many ranks of this communicator share this rank's host (its host identity). */
+    int localRanks() {
+        int n = 0;
+        for (PeerInfo p : peers) {
+            if (p.hostHash().equals(peers[rank].hostHash())) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** The name of the transport chosen for {@code peer} ("SHM", "TCP", ...), null for this rank itself; for tests. */
     String transportName(int peer) {
         return transportOf[peer] == null ? null : transportOf[peer].name();
@@ -965,10 +976,13 @@ public final class CommunicatorImpl implements Communicator {
             return null;
         }
         try {
-            long deadline = System.nanoTime() + EXIT_CONFIRM_NANOS;
-            while (abortCause == null && ctx.confirmationsOutstanding() && System.nanoTime() - deadline < 0) {
+            Backoff idle = Backoff.parkingEvery(50_000L);
+            long now = System.nanoTime();
+            idle.reset(now);
+            while (abortCause == null && ctx.confirmationsOutstanding() && idle.waited(now) < EXIT_CONFIRM_NANOS) {
                 ctx.confirmIdle();
-                java.util.concurrent.locks.LockSupport.parkNanos(50_000L);
+                idle.idle(now);
+                now = System.nanoTime();
             }
         } catch (RuntimeException e) {
             confirmationFailed(e);

@@ -75,14 +75,19 @@ public final class OpContext implements CollectiveContext {
         }
     }
 
-    /** Busy polling, then yielding, before blocking, in ns ({@code JCCL_IDLE_SPIN_US}, {@code JCCL_IDLE_YIELD_US}). */
-    private final long spinNanos;
-    private final long yieldNanos;
-    /** When the current wait started to find nothing to do (valid while idle > 0). */
-    private long idleSince;
-    /** Last yield during the spin phase. */
-    private long lastYield;
-    private final long spinYieldNanos;
+    /** The idle strategy of waits on connections: spin, yield, then block in the selector (1 ms doubling to 50 ms). */
+    private final Backoff linkBackoff;
+    /** The idle strategy of waits in the shared segment: spin (pure for HOT_SPIN_NANOS), yield, then park 2 us doubling to 1 ms. */
+    private final Backoff sharedBackoff;
+    /** Whether the current wait on connections has looked for other communicators' late operations. */
+    private boolean linkNudged;
+    /** The idle strategy of the wait for the hub's verdict: parks of 200 us. */
+    private final Backoff verdictBackoff = Backoff.parkingEvery(200_000L);
+    /**
+     * A wait that has found nothing to do this long looks for operations of other communicators of this JVM that
+     * nobody runs (Executor#nudgeLate): one thread may drive several (jccl-cuda's staged group).
+     */
+    static final long NUDGE_AFTER_NANOS = 50_000;
 
     OpContext(CommunicatorImpl comm) {
         this.comm = comm;
@@ -93,10 +98,15 @@ public final class OpContext implements CollectiveContext {
         for (int i = 0; i < historySize; i++) {
             guardHistoryIndex.set(i, -1);
         }
-        this.spinNanos = Settings.IDLE_SPIN_US.getLong(comm.config()) * 1000;
-        this.yieldNanos = Settings.IDLE_YIELD_US.getLong(comm.config()) * 1000;
-        long sy = Settings.IDLE_SPIN_YIELD_US.getLong(comm.config()) * 1000;
-        this.spinYieldNanos = sy == 0 ? Long.MAX_VALUE : sy;
+        long spin = Settings.IDLE_SPIN_US.getLong(comm.config()) * 1000;
+        long yield = Settings.IDLE_YIELD_US.getLong(comm.config()) * 1000;
+        long spinYield = Settings.IDLE_SPIN_YIELD_US.getLong(comm.config()) * 1000;
+        boolean oversubscribed = comm.localRanks() > HOST_CPUS;
+        this.linkBackoff = new Backoff(spin, yield, spinYield, 0, oversubscribed, 1_000_000L, MAX_BLOCK_MILLIS * 1_000_000L,
+                this::block);
+        // Every rank of a shared segment is on this host: more of them than CPUs means the rank we wait for may be
+        // waiting for our core.
+        this.sharedBackoff = new Backoff(spin, yield, spinYield, HOT_SPIN_NANOS, oversubscribed, 2_000L, 1_000_000L, Backoff.PARK);
         this.connections = new Connection[comm.size()];
         this.counters = comm.counters();
     }
@@ -711,8 +721,9 @@ public final class OpContext implements CollectiveContext {
             return null;
         }
         cp.probeGuard(callIndex, guard);
-        long deadline = System.nanoTime() + VERDICT_WAIT_NANOS;
-        while (System.nanoTime() - deadline < 0) {
+        long start = System.nanoTime();
+        verdictBackoff.reset(start);
+        for (long now = start; verdictBackoff.waited(now) < VERDICT_WAIT_NANOS; now = System.nanoTime()) {
             JcclException cause = comm.abortCause();
             if (cause != null) {
                 if (cause.code() != ErrorCode.MISMATCH) {
@@ -721,7 +732,7 @@ public final class OpContext implements CollectiveContext {
                 return new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, "rank " + comm.rank() + ": " + describeOp() + " failed: "
                         + cause.getMessage(), cause);
             }
-            java.util.concurrent.locks.LockSupport.parkNanos(200_000L);
+            verdictBackoff.idle(now);
         }
         return null;
     }
@@ -1003,18 +1014,13 @@ public final class OpContext implements CollectiveContext {
     }
 
     private void awaitSharedPeer(ShmCollArea a, int q, boolean reducedWord, long round) {
-        // More ranks than the host has CPUs (every rank of a segment is on this host): the rank we
-        // wait for may be waiting for our core, so every spin gives it up (sched_yield, ~1 us when
-        // nobody else wants the core) instead of burning a time slice.
-        long yieldEvery = a.ranks() > HOST_CPUS ? 0 : spinYieldNanos;
         // The clock (System.nanoTime, ~25 ns here) is first read at the first check, after 31 polls:
         // most waits of small operations end before, and a read at the start would delay noticing
         // the peer's arrive by as much.
-        long start = 0;
-        long lastYield = 0;
+        Backoff idle = sharedBackoff;
         long nextLiveness = 0;
         boolean timed = false;
-        long park = 2_000;
+        boolean nudged = false;
         int spins = 0;
         boolean polite = false;
         long probeAt = GUARD_PROBE_NANOS;
@@ -1047,8 +1053,7 @@ public final class OpContext implements CollectiveContext {
             if (!timed) {
                 timed = true;
                 stamp(now);
-                start = now;
-                lastYield = now;
+                idle.reset(now);
                 nextLiveness = now + 50_000_000L;
             }
             if (now - nextLiveness >= 0) {
@@ -1058,7 +1063,7 @@ public final class OpContext implements CollectiveContext {
                     throw peerFailed(q, new IOException(gone));
                 }
             }
-            long waited = now - start;
+            long waited = idle.waited(now);
             if (waited >= HAND_AFTER_NANOS && (confRecvHanded != confTail || confSendHanded != confTail)) {
                 handAll();
             }
@@ -1066,20 +1071,12 @@ public final class OpContext implements CollectiveContext {
                 probeAt += GUARD_PROBE_NANOS;
                 probeGuard();
             }
-            polite = waited > HOT_SPIN_NANOS;
-            if (waited < spinNanos) {
-                if (now - lastYield >= yieldEvery) {
-                    lastYield = now;
-                    Thread.yield();
-                } else if (polite) {
-                    Thread.onSpinWait();
-                }
-            } else if (waited < spinNanos + yieldNanos) {
-                Thread.yield();
-            } else {
-                java.util.concurrent.locks.LockSupport.parkNanos(park);
-                park = Math.min(1_000_000L, park * 2);
+            if (!nudged && waited >= NUDGE_AFTER_NANOS) {
+                nudged = true;
+                Executor.nudgeLate(NUDGE_AFTER_NANOS);
             }
+            polite = waited > HOT_SPIN_NANOS;
+            idle.idle(now);
         }
     }
 
@@ -1215,15 +1212,15 @@ public final class OpContext implements CollectiveContext {
             return 0;
         }
         comm.checkNotAborted(current);
-        // Phases are timed, not counted: one poll of a TCP connection is a system call, so a count
-        // would mean very different waits for different transports and peer counts.
         long now = System.nanoTime();
+        Backoff b = linkBackoff;
         if (idle++ == 0) {
-            idleSince = now;
+            b.reset(now);
+            linkNudged = false;
             stamp(now);
             probeAfter = GUARD_PROBE_NANOS;
         }
-        long waited = now - idleSince;
+        long waited = b.waited(now);
         if (waited >= HAND_AFTER_NANOS && (confRecvHanded != confTail || confSendHanded != confTail)) {
             handAll(); // this rank waits anyway: its held confirmations go now (a peer may wait for them)
         }
@@ -1231,21 +1228,11 @@ public final class OpContext implements CollectiveContext {
             probeAfter += GUARD_PROBE_NANOS;
             probeGuard();
         }
-        if (waited < spinNanos) {
-            // Yield now and then even while spinning: when the peer's thread shares this core (a host
-            // with fewer cores than busy threads), it gets the core within ~20 us instead of after the
-            // whole spin phase; when it does not, a yield finds nothing else to run and costs ~1 us.
-            if (now - lastYield > spinYieldNanos) {
-                lastYield = now;
-                Thread.yield();
-            } else {
-                Thread.onSpinWait();
-            }
-        } else if (waited < spinNanos + yieldNanos) {
-            Thread.yield();
-        } else {
-            block((int) Math.min(1000, (waited - spinNanos - yieldNanos) / 1_000_000));
+        if (!linkNudged && waited >= NUDGE_AFTER_NANOS) {
+            linkNudged = true;
+            Executor.nudgeLate(NUDGE_AFTER_NANOS);
         }
+        b.idle(now);
         return idle;
     }
 
@@ -1254,14 +1241,13 @@ public final class OpContext implements CollectiveContext {
      * The flag is raised before a last progress check, so a wake() racing with the decision to
      * block is never lost (a wakeup before select() makes select() return at once).
      */
-    private void block(int rounds) {
+    private void block(long nanos) {
         sleeping = true;
         try {
             if (progress() > 0) {
                 return;
             }
-            long millis = Math.min(MAX_BLOCK_MILLIS, 1L + rounds);  // rounds: ms already spent blocked
-            selector().select(millis);
+            selector().select(Math.max(1, nanos / 1_000_000));
             selector.selectedKeys().clear();
         } catch (IOException e) {
             throw new JcclException(ErrorCode.RESOURCE, "rank " + comm.rank() + ": waiting for network activity failed: " + e
