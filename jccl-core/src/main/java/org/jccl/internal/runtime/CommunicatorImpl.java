@@ -125,7 +125,7 @@ public final class CommunicatorImpl implements Communicator {
         }
         this.ctx = new OpContext(this);
         transportContext.setWaker(ctx::wake);
-        transportContext.setStillWaiting(ctx::stillWaiting);
+        transportContext.setStillWaiting(ctx.guard()::stillWaiting);
         this.runner = new OpRunner(this, ctx, routing, recorder, counters, tuner, check == Settings.CHECK_FULL);
         this.executor = new Executor(runner, "jccl-op-" + idShort() + "-r" + rank, Settings.MAX_INFLIGHT.getInt(config),
                 Settings.OP_THREAD_DELAY_US.getLong(config) * 1000, OpRunner.IDLE_CONFIRM_MILLIS * 1_000_000L);

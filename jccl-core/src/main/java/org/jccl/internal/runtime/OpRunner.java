@@ -52,7 +52,7 @@ final class OpRunner implements Executor.Host {
     }
 
     /**
-     * How often the idle operation thread looks at outstanding ring confirmations (OpContext#confirmIdle): a
+     * How often the idle operation thread looks at outstanding ring confirmations (RingConfirmations#idle): a
      * mismatch one shows is found within about two of these even when the program makes no more calls.
      */
     static final long IDLE_CONFIRM_MILLIS = 50;
@@ -69,7 +69,7 @@ final class OpRunner implements Executor.Host {
 
             @Override
             public long guardAt(long index) {
-                return ctx.guardAt(index);
+                return ctx.guard().guardAt(index);
             }
 
             @Override
@@ -79,17 +79,17 @@ final class OpRunner implements Executor.Host {
 
             @Override
             public long callsStarted() {
-                return ctx.callsStarted();
+                return ctx.guard().callsStarted();
             }
 
             @Override
             public void doomedAt(long index, String report) {
-                ctx.doomedAt(index, report);
+                ctx.guard().doomedAt(index, report);
             }
 
             @Override
             public long mismatchAt() {
-                return ctx.mismatchAt();
+                return ctx.guard().mismatchAt();
             }
         };
     }
@@ -136,18 +136,18 @@ final class OpRunner implements Executor.Host {
      * Returns true when that aborted the communicator.
      */
     private boolean confirmWhileIdle() {
-        if (comm.abortCause() != null || !ctx.confirmationsOutstanding()) {
+        if (comm.abortCause() != null || !ctx.confirmations().outstanding()) {
             idleSeenEnded = -1;
             return false;
         }
-        long ended = ctx.callsEnded();
+        long ended = ctx.confirmations().callsEnded();
         if (ended != idleSeenEnded) {
             idleSeenEnded = ended;
             return false;
         }
         try {
             if (comm.abortCause() == null) {
-                ctx.confirmIdle();
+                ctx.confirmations().idle();
             }
         } catch (RuntimeException e) {
             confirmationFailed(e);
@@ -166,7 +166,7 @@ final class OpRunner implements Executor.Host {
      * the MISMATCH found, else null (another failure is logged).
      */
     JcclException confirmAtExit() {
-        if (comm.abortCause() != null || comm.closing() || !ctx.confirmationsOutstanding()) {
+        if (comm.abortCause() != null || comm.closing() || !ctx.confirmations().outstanding()) {
             return null;
         }
         try {
@@ -181,8 +181,8 @@ final class OpRunner implements Executor.Host {
             Backoff idle = Backoff.parkingEvery(50_000L);
             long now = System.nanoTime();
             idle.reset(now);
-            while (comm.abortCause() == null && ctx.confirmationsOutstanding() && idle.waited(now) < EXIT_CONFIRM_NANOS) {
-                ctx.confirmIdle();
+            while (comm.abortCause() == null && ctx.confirmations().outstanding() && idle.waited(now) < EXIT_CONFIRM_NANOS) {
+                ctx.confirmations().idle();
                 idle.idle(now);
                 now = System.nanoTime();
             }
@@ -195,12 +195,12 @@ final class OpRunner implements Executor.Host {
         return cause != null && cause.code() == ErrorCode.MISMATCH && !comm.abortDelivered() && !comm.userAborted() ? cause : null;
     }
 
-    /** At close(), on the operation thread: waits for the outstanding ring confirmations (OpContext#drainConfirmations). */
+    /** At close(), on the operation thread: waits for the outstanding ring confirmations (RingConfirmations#drain). */
     @Override
     public void drainAtClose() {
         try {
             if (comm.abortCause() == null) {
-                ctx.drainConfirmations();
+                ctx.confirmations().drain();
             }
         } catch (RuntimeException e) {
             if (comm.abortCause() == null || !comm.userAborted()) {
@@ -248,17 +248,17 @@ final class OpRunner implements Executor.Host {
             boolean signed = checkSignatures && OpSignature.checked(op);
             boolean call = !(op instanceof FusedOp); // a group starts a call per member (FusedOp)
             if (call) {
-                ctx.beginCall(op, signed);
+                ctx.guard().beginCall(op, signed);
             }
             if (signed) {
-                ctx.beginCheck(op);
+                ctx.signatures().begin(op);
             }
             op.run(ctx);
             if (signed) {
-                ctx.endCheck();
+                ctx.signatures().end();
             }
             if (call) {
-                ctx.endCall();
+                ctx.guard().endCall();
             }
             if (op.finisher != null) {
                 op.finisher.run();
@@ -284,7 +284,7 @@ final class OpRunner implements Executor.Host {
                     // A peer closed its communicator normally while this collective call needed it: it never made this
                     // call, or made another that returned without this rank (a rooted one): the hub's comparison of
                     // every rank's word of the call says which, rather than blaming the peer for closing.
-                    JcclException exact = ctx.verdictOfFailedCall();
+                    JcclException exact = ctx.guard().verdictOfFailedCall();
                     if (exact != null) {
                         e = exact;
                     }
