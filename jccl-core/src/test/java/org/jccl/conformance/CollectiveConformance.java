@@ -546,6 +546,49 @@ public abstract class CollectiveConformance {
         });
     }
 
+    /**
+     * One thread drives every rank (as jccl-cuda's staged group does: it issues one asynchronous call per
+     * communicator, then joins them in turn): the thread joining rank 0's all-reduce runs it and waits in it
+     * for the others, whose calls nobody joins yet, so their operation threads must start them.
+     */
+    @ParameterizedTest(name = "one thread drives every rank n={0}")
+    @MethodSource("fewestRanks")
+    void oneThreadDrivesEveryRank(int n) throws Exception {
+        List<Communicator> cs = comms(n);
+        java.util.concurrent.Future<?> f = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "driver");
+            t.setDaemon(true);
+            return t;
+        }).submit(() -> {
+            for (int round = 0; round < 20; round++) {
+                List<org.jccl.Work> works = new ArrayList<>();
+                List<long[]> bufs = new ArrayList<>();
+                for (Communicator c : cs) {
+                    long[] x = {c.rank() + round, 1};
+                    bufs.add(x);
+                    works.add(c.allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM));
+                }
+                for (int r = 0; r < n; r++) {
+                    works.get(r).join();
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(new long[] {(long) n * (n - 1) / 2 + (long) n * round, n},
+                            bufs.get(r), "round " + round + " rank " + r);
+                }
+            }
+            return null;
+        });
+        try {
+            f.get(STEP_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            cs.forEach(Communicator::abort);
+            synchronized (this) {
+                comms.remove(n);
+            }
+            fail("one thread driving " + n + " ranks did not finish within " + STEP_TIMEOUT);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new AssertionError(e.getCause());
+        }
+    }
+
     /** The smallest rank count of the sweep with more than one rank. */
     Stream<Integer> fewestRanks() {
         return multiRankCounts().limit(1);
