@@ -463,6 +463,137 @@ public abstract class CollectiveConformance {
         });
     }
 
+    /**
+     * The in-flight bound (JCCL_MAX_INFLIGHT): rank 0 issues far more asynchronous all-reduces than
+     * the bound as fast as it can, the other ranks make the same calls slowly, blocking, one every 0.3 ms. Rank 0
+     * must be held back at the bound (never more in flight, the bound reached, and its last call issued only
+     * after rank 1 had made all but the bound's number of its calls), and every result must be right.
+     */
+    @ParameterizedTest(name = "async calls are held at the in-flight bound n={0}")
+    @MethodSource("fewestRanks")
+    void asyncCallsAreHeldAtTheInFlightBound(int n) {
+        int limit = 4;
+        int ops = 120;
+        java.util.concurrent.atomic.AtomicInteger slowIssued = new java.util.concurrent.atomic.AtomicInteger();
+        List<Communicator> cs = Jccl.initLocal(n, config().with("JCCL_MAX_INFLIGHT", Integer.toString(limit)));
+        try {
+            Ranks.run(cs, STEP_TIMEOUT, c -> {
+                org.jccl.internal.runtime.CommunicatorImpl impl = (org.jccl.internal.runtime.CommunicatorImpl) c;
+                List<org.jccl.Work> works = new ArrayList<>();
+                List<long[]> bufs = new ArrayList<>();
+                for (int i = 0; i < ops; i++) {
+                    long[] x = {i, 1000L * c.rank() + i};
+                    bufs.add(x);
+                    if (c.rank() == 0) {
+                        works.add(c.allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM));
+                        int inFlight = impl.inFlight();
+                        if (inFlight > limit) {
+                            cs.forEach(Communicator::abort); // the slow ranks would otherwise wait for calls that never come
+                            fail("rank 0 has " + inFlight + " operations in flight after issuing #" + i + ", more than JCCL_MAX_INFLIGHT="
+                                    + limit);
+                        }
+                    } else {
+                        java.util.concurrent.locks.LockSupport.parkNanos(300_000);
+                        if (c.rank() == 1) {
+                            slowIssued.incrementAndGet();
+                        }
+                        c.allReduce(x, ReduceOp.SUM);
+                    }
+                }
+                if (c.rank() == 0) {
+                    int seen = slowIssued.get();
+                    assertTrue(seen >= ops - limit, "rank 0 issued its " + ops + " calls while rank 1 had made only " + seen
+                            + ": it was not held back at " + limit + " in flight");
+                    assertEquals(limit, impl.inFlightHighWater(), "most operations in flight at once on rank 0");
+                }
+                for (int i = 0; i < works.size(); i++) {
+                    works.get(i).join();
+                }
+                for (int i = 0; i < ops; i++) {
+                    long[] want = {(long) n * i, 1000L * n * (n - 1) / 2 + (long) n * i};
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(want, bufs.get(i), "rank " + c.rank() + " op " + i);
+                }
+            });
+        } finally {
+            cs.forEach(Communicator::close);
+        }
+    }
+
+    /**
+     * An asynchronous operation whose caller never waits for it still runs (the operation thread
+     * starts what its caller left queued, JCCL_OP_THREAD_DELAY_US): rank 0 issues an all-reduce and
+     * then only polls {@code isDone()}, the other ranks make the blocking call; all finish.
+     */
+    @ParameterizedTest(name = "an async operation runs while its caller does not wait n={0}")
+    @MethodSource("fewestRanks")
+    void anAsyncOperationRunsWhileItsCallerDoesNotWait(int n) {
+        run(n, c -> {
+            c.barrier();
+            float[] x = {1f, c.rank()};
+            if (c.rank() == 0) {
+                org.jccl.Work w = c.allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!w.isDone()) {
+                    assertTrue(System.nanoTime() - deadline < 0, "the all-reduce of a caller that does not wait never ran");
+                    Thread.sleep(1);
+                }
+                w.join();
+            } else {
+                c.allReduce(x, ReduceOp.SUM);
+            }
+            assertEquals(n, x[0]);
+            assertEquals(n * (n - 1) / 2f, x[1]);
+        });
+    }
+
+    /**
+     * One thread drives every rank (as jccl-cuda's staged group does: it issues one asynchronous call per
+     * communicator, then joins them in turn): the thread joining rank 0's all-reduce runs it and waits in it
+     * for the others, whose calls nobody joins yet, so their operation threads must start them.
+     */
+    @ParameterizedTest(name = "one thread drives every rank n={0}")
+    @MethodSource("fewestRanks")
+    void oneThreadDrivesEveryRank(int n) throws Exception {
+        List<Communicator> cs = comms(n);
+        java.util.concurrent.Future<?> f = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "driver");
+            t.setDaemon(true);
+            return t;
+        }).submit(() -> {
+            for (int round = 0; round < 20; round++) {
+                List<org.jccl.Work> works = new ArrayList<>();
+                List<long[]> bufs = new ArrayList<>();
+                for (Communicator c : cs) {
+                    long[] x = {c.rank() + round, 1};
+                    bufs.add(x);
+                    works.add(c.allReduceAsync(Buffer.of(x), Buffer.of(x), ReduceOp.SUM));
+                }
+                for (int r = 0; r < n; r++) {
+                    works.get(r).join();
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(new long[] {(long) n * (n - 1) / 2 + (long) n * round, n},
+                            bufs.get(r), "round " + round + " rank " + r);
+                }
+            }
+            return null;
+        });
+        try {
+            f.get(STEP_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            cs.forEach(Communicator::abort);
+            synchronized (this) {
+                comms.remove(n);
+            }
+            fail("one thread driving " + n + " ranks did not finish within " + STEP_TIMEOUT);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new AssertionError(e.getCause());
+        }
+    }
+
+    /** The smallest rank count of the sweep with more than one rank. */
+    Stream<Integer> fewestRanks() {
+        return multiRankCounts().limit(1);
+    }
+
     Stream<Integer> multiRankCounts() {
         return java.util.Arrays.stream(ranks()).filter(n -> n >= 2).boxed();
     }

@@ -105,9 +105,19 @@ public final class Settings {
     public static final Setting IDLE_SPIN_US = Setting.define("JCCL_IDLE_SPIN_US", null, INT, "200", 0, 100_000_000,
             "while waiting for a peer: microseconds of busy polling before yielding the CPU");
     public static final Setting IDLE_SPIN_YIELD_US = Setting.define("JCCL_IDLE_SPIN_YIELD_US", null, INT, "0", 0, 100_000_000,
-            "while busy polling: yield the CPU once every this many microseconds, so a peer sharing the core can run (0: never)");
+            "while busy polling: yield the CPU once every this many microseconds, so a peer sharing the core can run (0: never;"
+                    + " every poll where this host has more ranks of the communicator than CPUs)");
     public static final Setting IDLE_YIELD_US = Setting.define("JCCL_IDLE_YIELD_US", null, INT, "2000", 0, 100_000_000,
             "while waiting for a peer: microseconds of polling with Thread.yield() before blocking in the selector (no CPU)");
+    public static final Setting MAX_INFLIGHT = Setting.define("JCCL_MAX_INFLIGHT", null, INT, "128", 1, 1 << 20,
+            "operations a communicator may have issued and not finished; an asynchronous call beyond it waits (running the oldest"
+                    + " queued operations itself) until one finishes, so a caller that issues faster than operations complete is"
+                    + " held back instead of filling the heap");
+    public static final Setting OP_THREAD_DELAY_US = Setting.define("JCCL_OP_THREAD_DELAY_US", null, INT, "1000", 0, 100_000_000,
+            "microseconds a queued asynchronous operation waits for its caller to run it (in Work.join(), or at JCCL_MAX_INFLIGHT)"
+                    + " before the communicator's operation thread starts it; the operation thread then looks at the queue this often"
+                    + " for 100 ms after each asynchronous call (below 200 us: it is woken per burst of calls instead); 0: the operation"
+                    + " thread starts every asynchronous operation at once (a thread hand-off per burst, costly where ranks share cores)");
     public static final Setting CHECK = Setting.define("JCCL_CHECK", null, STRING, "0", 0, 0,
             "0: the always-on mismatch guard: every message, shared-segment arrive and GPU record carries a compact signature of its"
             + " call (collective, count, data type, op, root), so ranks whose calls differ fail on every rank, naming who called"

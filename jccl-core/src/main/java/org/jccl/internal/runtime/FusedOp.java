@@ -27,7 +27,7 @@ final class FusedOp extends Op {
 
     @Override
     void run(OpContext ctx) throws Exception {
-        ctx.guardP2p();
+        ctx.guard().guardP2p();
         List<P2pRequest> pending = new ArrayList<>();
         ArrayDeque<P2pOp> selfSends = new ArrayDeque<>();
         ArrayDeque<P2pOp> selfRecvs = new ArrayDeque<>();
@@ -56,12 +56,12 @@ final class FusedOp extends Op {
         for (Op op : ops) {
             if (!(op instanceof P2pOp)) {
                 // Each collective of the group is a call of its own: its own guard word, collective index, confirmation.
-                ctx.beginCall(op, false);
+                ctx.guard().beginCall(op, false);
                 op.run(ctx);
-                ctx.endCall();
+                ctx.guard().endCall();
             }
         }
-        ctx.guardP2p();
+        ctx.guard().guardP2p();
         ctx.awaitAll(pending);
     }
 }

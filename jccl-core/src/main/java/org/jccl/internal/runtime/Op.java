@@ -18,6 +18,8 @@ abstract class Op {
     final WorkImpl work = new WorkImpl();
     /** Sequence number on its communicator, assigned when queued. */
     long seq;
+    /** When it entered the executor's queue (System.nanoTime); the operation thread starts it only some time after. */
+    long queuedAt;
     /** Runs inline, on the issuing thread: recorded as running when issued (no separate start record). */
     boolean startedAtIssue;
     /** Copies staged results back to heap memory; run on the operation thread before completion. */

@@ -35,11 +35,11 @@ final class WorkImpl implements Work {
      */
     private volatile Object waitLock;
     /**
-     * The communicator that queued this operation, whose queue a waiting thread may help run; or
+     * The executor that queued this operation, whose queue a waiting thread runs (Executor#join); or
      * null. Set before the operation is published (queued or returned); a plain field, as a thread
-     * that reads it stale only skips helping.
+     * that reads it stale only skips running the queue.
      */
-    CommunicatorImpl owner;
+    Executor owner;
 
     void complete() {
         done = true;
@@ -73,9 +73,9 @@ final class WorkImpl implements Work {
     @Override
     public void join() {
         if (!done) {
-            CommunicatorImpl c = owner;
-            if (c != null) {
-                c.help(this);
+            Executor ex = owner;
+            if (ex != null) {
+                ex.join(this);
             }
             boolean interrupted = false;
             Object lock = waitLock();

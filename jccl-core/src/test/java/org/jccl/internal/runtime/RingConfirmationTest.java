@@ -27,7 +27,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The mismatch guard's ring confirmation, which no call waits for (OpContext, "the ring confirmation,
  * deferred"), over every transport ranks of one JVM use: the confirmations a rank may leave behind are
  * bounded (a root that broadcasts in a loop while its peer has not started runs at most {@link
- * OpContext#MAX_CONFIRMATIONS} calls ahead, where without the guard it runs thousands ahead over TCP), every
+ * RingConfirmations#MAX_CONFIRMATIONS} calls ahead, where without the guard it runs thousands ahead over TCP), every
  * result of a long run of them is right, a correct program's close() waits for its peers' confirmations
  * and returns normally, and a mismatch found after the calls returned aborts the communicator in the
  * background within a fraction of a second, with no further call.
@@ -88,12 +88,12 @@ class RingConfirmationTest {
     @ValueSource(strings = {"LOCAL", "TCP", "SHM"})
     void outstandingConfirmationsAreBoundedAndEveryResultIsRight(String transport) {
         int ahead = rootRunsAhead(config(transport), 20_000);
-        assertTrue(ahead >= 0 && ahead <= OpContext.MAX_CONFIRMATIONS, "the root completed " + ahead + " broadcasts while its peer had"
-                + " not started any: more than the " + OpContext.MAX_CONFIRMATIONS + " calls whose confirmation may be outstanding");
+        assertTrue(ahead >= 0 && ahead <= RingConfirmations.MAX_CONFIRMATIONS, "the root completed " + ahead + " broadcasts while its peer had"
+                + " not started any: more than the " + RingConfirmations.MAX_CONFIRMATIONS + " calls whose confirmation may be outstanding");
         if (transport.equals("TCP")) {
             // What holds the root back is the bound: without the guard the same root runs far ahead (socket buffers).
             int unguarded = rootRunsAhead(config(transport).with("JCCL_CHECK", "none"), 20_000);
-            assertTrue(unguarded > 10 * OpContext.MAX_CONFIRMATIONS, "without the guard the root completed only " + unguarded
+            assertTrue(unguarded > 10 * RingConfirmations.MAX_CONFIRMATIONS, "without the guard the root completed only " + unguarded
                     + " broadcasts ahead of its peer: this test would not see a missing bound");
         }
     }

@@ -65,10 +65,10 @@ class TransportCostsTest {
         PeerInfo[] peers = twoHosts("UCX");
         List<Transport> transports = List.of(new ShmTransport(), ucx);
 
-        Map<String, LinkCosts> pairs = CommunicatorImpl.pairTransports(transports, peers, 0);
+        Map<String, LinkCosts> pairs = Routing.pairTransports(transports, peers, 0);
         assertEquals(Map.of("SHM", ShmTransport.COSTS, "UCX", rdma), pairs);
 
-        Hierarchy h = Hierarchy.of(0, peers, transports, CommunicatorImpl.UNDECLARED_COSTS, AlgoSelector.parse(null), 1 << 20);
+        Hierarchy h = Hierarchy.of(0, peers, transports, Routing.UNDECLARED_COSTS, AlgoSelector.parse(null), 1 << 20);
         assertNotNull(h);
         assertEquals(rdma.latencySeconds(), h.crossHostModel().alpha());
         assertEquals(rdma.secondsPerByte(), h.crossHostModel().beta());
@@ -83,8 +83,8 @@ class TransportCostsTest {
         PeerInfo[] peers = twoHosts("QUIET");
         List<Transport> transports = List.of(new ShmTransport(), quiet);
 
-        assertEquals(TcpTransport.COSTS, CommunicatorImpl.pairTransports(transports, peers, 0).get("QUIET"));
-        Hierarchy h = Hierarchy.of(0, peers, transports, CommunicatorImpl.UNDECLARED_COSTS, AlgoSelector.parse(null), 1 << 20);
+        assertEquals(TcpTransport.COSTS, Routing.pairTransports(transports, peers, 0).get("QUIET"));
+        Hierarchy h = Hierarchy.of(0, peers, transports, Routing.UNDECLARED_COSTS, AlgoSelector.parse(null), 1 << 20);
         assertEquals(TcpTransport.COSTS.latencySeconds(), h.crossHostModel().alpha());
         assertEquals(TcpTransport.COSTS.secondsPerByte(), h.crossHostModel().beta());
     }
