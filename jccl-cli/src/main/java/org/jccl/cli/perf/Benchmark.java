@@ -15,10 +15,10 @@ import org.jccl.Work;
  * Every rank of the job runs the same calls in the same order; every rank gets the same rows
  * (times are combined across ranks before bandwidths are computed).
  *
- * <p>Once per process, before the first row: the JIT warm-up (--jit-warmup, see {@link #jitWarmup}),
- * shortened passes of this very procedure over the sweep's sizes. Per (type, op, root): a warm-up of
- * every power-of-two multiple of the first size, then for each size of the sweep, out of place and
- * then in place:
+ * <p>Per (type, op, root): a warm-up of every power-of-two multiple of the first size; once per
+ * process, after it and before the first row, the JIT warm-up (--jit-warmup, see {@link #jitWarmup}),
+ * shortened passes of this very procedure over the sweep's sizes; then for each size of the sweep,
+ * out of place and then in place:
  * <ol>
  * <li>with checking on, the send data is filled so that the timed operations move real values;</li>
  * <li>one untimed operation, then a barrier, so that every rank starts the clock together;</li>
@@ -144,10 +144,10 @@ final class Benchmark implements AutoCloseable {
     /** nccl-tests' TimeTest: warm-up, then one row per size. */
     void timeTest(DataType t, ReduceOp op, int root, Consumer<ResultRow> rows) {
         comm.barrier();
-        if (!jitWarmed && o.jitWarmup() > 0) {
-            jitWarmed = true;
-            jitWarmup(t, op, root);
-        }
+        // The -w warm-up first: its sizes reach past the JIT warm-up's (up to -e), and code the JIT compiled
+        // without having seen them was deoptimised by their first operations and recompiled while the first rows
+        // were timed (with -e 64M, 16-64 B rows of nccl-tests' method at 50-550 us per operation against 0.4-1,
+        // where -e 256 showed none); the JIT warm-up then goes on until the compiler is quiet.
         if (o.warmupIters() > 0) {
             for (long size : SizeSweep.warmupSizes(o.minBytes(), o.maxBytes())) {
                 Collective.Counts counts = o.collective().counts(size, t.size(), nranks);
@@ -157,6 +157,10 @@ final class Benchmark implements AutoCloseable {
                 }
                 last.join();
             }
+        }
+        if (!jitWarmed && o.jitWarmup() > 0) {
+            jitWarmed = true;
+            jitWarmup(t, op, root);
         }
         for (long size : o.sizes()) {
             rows.accept(measure(size, t, op, root));
