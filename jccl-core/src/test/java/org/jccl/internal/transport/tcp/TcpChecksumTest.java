@@ -77,6 +77,10 @@ class TcpChecksumTest {
 
     /** What one rank's all-reduce ended with. */
     private record Outcome(int rank, int[] result, Throwable error) {
+        @Override
+        public String toString() {
+            return "rank " + rank + (error == null ? " returned" : " failed: " + error);
+        }
     }
 
     private static Config config(boolean checksum) {
@@ -150,7 +154,7 @@ class TcpChecksumTest {
     void withoutChecksumsAFlippedBitIsASilentlyWrongResult() throws Exception {
         BitFlip flip = new BitFlip(300_000);
         List<Outcome> out = corruptedAllReduce(false, flip);
-        assertTrue(flip.flipped.get(), "the tap flipped a bit");
+        assertTrue(flip.flipped.get(), () -> "the tap flipped a bit (it saw " + flip.seen.get() + " bytes); the ranks ended with " + out);
         int wrong = 0;
         for (Outcome o : out) {
             assertEquals(null, o.error(), "no error without checksums");
@@ -165,7 +169,7 @@ class TcpChecksumTest {
     void withChecksumsAFlippedBitFailsTheOperationNamingThePeer() throws Exception {
         BitFlip flip = new BitFlip(300_000);
         List<Outcome> out = corruptedAllReduce(true, flip);
-        assertTrue(flip.flipped.get(), "the tap flipped a bit");
+        assertTrue(flip.flipped.get(), () -> "the tap flipped a bit (it saw " + flip.seen.get() + " bytes); the ranks ended with " + out);
         assertNotNull(flip.victim);
         String crcMessage = null;
         for (Outcome o : out) {
