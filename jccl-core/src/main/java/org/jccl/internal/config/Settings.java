@@ -115,9 +115,10 @@ public final class Settings {
                     + " held back instead of filling the heap");
     public static final Setting OP_THREAD_DELAY_US = Setting.define("JCCL_OP_THREAD_DELAY_US", null, INT, "1000", 0, 100_000_000,
             "microseconds a queued asynchronous operation waits for its caller to run it (in Work.join(), or at JCCL_MAX_INFLIGHT)"
-                    + " before the communicator's operation thread starts it; the operation thread then looks at the queue this often"
-                    + " for 100 ms after each asynchronous call (below 200 us: it is woken per burst of calls instead); 0: the operation"
-                    + " thread starts every asynchronous operation at once (a thread hand-off per burst, costly where ranks share cores)");
+                    + " before the communicator's operation thread starts it (between this and about twice this); the operation thread"
+                    + " looks at the queue this often for 100 ms after each asynchronous call (below 200 us: it is woken per burst of"
+                    + " calls instead); 0: the operation thread starts every asynchronous operation at once (a thread hand-off per burst,"
+                    + " costly where ranks share cores)");
     public static final Setting CHECK = Setting.define("JCCL_CHECK", null, STRING, "0", 0, 0,
             "0: the always-on mismatch guard: every message, shared-segment arrive and GPU record carries a compact signature of its"
             + " call (collective, count, data type, op, root), so ranks whose calls differ fail on every rank, naming who called"

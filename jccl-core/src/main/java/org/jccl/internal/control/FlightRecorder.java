@@ -17,10 +17,10 @@ import java.util.Map;
  * odd while a writer changes the slot), so the control thread can read a consistent snapshot while
  * the operation thread writes.
  *
- * <p>Times. A queued operation is stamped when issued and when it finishes. A small operation
- * that runs at once on the caller's thread (a blocking call with nothing pending) is not: two clock
- * reads (24 ns each on the test VM) were about 45 of the 120-129 ns a blocking 8-byte all-reduce took
- * on a one-rank communicator, which moves nothing. It is stamped by the first clock read of its own waits (after its first
+ * <p>Times. A large operation (over 64 KiB) is stamped when issued and when it finishes. A small
+ * one is not, whether it runs at once on the caller's thread or from the queue: two clock reads
+ * (24 ns each on the test VM) were about 45 of the 120-129 ns a blocking 8-byte all-reduce took on a
+ * one-rank communicator, which moves nothing. It is stamped by the first clock read of its own waits (after its first
  * few dozen polls, see {@link #stamp}) or, failing that, when the control thread's stall watchdog
  * first sees it running ({@link #currentStamped}); a stamped operation reads the clock again when
  * it finishes. So every operation that waits, hangs or fails has times; one that finished within
@@ -132,9 +132,10 @@ public final class FlightRecorder {
     /**
      * Records an issued operation. {@code timed}: stamp its issue time now (else it is stamped
      * lazily, see the class comment). {@code running}: it starts now, on the issuing thread, and
-     * {@link #started} will not be called for it.
+     * {@link #started} will not be called for it. Returns the issue time it read (System.nanoTime),
+     * 0 when untimed, so that the caller need not read the clock again.
      */
-    public void issued(long s, String opName, long nbytes, String type, String reduce, int rootOrPeer, String via, boolean timed,
+    public long issued(long s, String opName, long nbytes, String type, String reduce, int rootOrPeer, String via, boolean timed,
                        boolean running) {
         long now = timed ? System.nanoTime() : 0;
         int i = slot(s);
@@ -155,6 +156,7 @@ public final class FlightRecorder {
         if (s > lastIssued) {
             LAST_ISSUED.setRelease(this, s);
         }
+        return now;
     }
 
     /**

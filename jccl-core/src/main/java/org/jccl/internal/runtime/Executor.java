@@ -23,8 +23,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * <li><b>The operation thread</b> is the progress engine of last resort: it starts a queued operation
  *     once it has waited {@link #delayNanos} without anyone starting it (the caller computes instead
  *     of joining: communication then overlaps computation), and from then on runs the queue until it
- *     is empty. An issue wakes it only when it sleeps longer than that (idle): one wake-up per burst of
- *     asynchronous calls, none per operation. Idle, it wakes every {@code idleTickMillis} for
+ *     is empty. For {@link #WATCH_NANOS} after an asynchronous call it looks at the queue every
+ *     {@link #delayNanos} by itself; otherwise (idle, or a delay under {@link #MIN_WATCH_NANOS}) an
+ *     asynchronous call wakes it: at most one wake-up per burst of calls, none per operation, and no
+ *     clock read on the call's path. Idle, it wakes every {@code idleTickNanos} for
  *     {@link Host#idleTick}.</li>
  * </ul>
  *
@@ -45,8 +47,11 @@ final class Executor {
         /** Throws when no operation may be issued any more (aborted, closed); called under the submission lock. */
         void ensureUsable();
 
-        /** An operation got its sequence number; {@code inline}: it runs now on the issuing thread (flight recorder). */
-        void issued(Op op, boolean inline);
+        /**
+         * An operation got its sequence number; {@code inline}: it runs now on the issuing thread (flight
+         * recorder). Returns the clock (System.nanoTime) if it read it, else 0.
+         */
+        long issued(Op op, boolean inline);
 
         /** Runs {@code op} to completion or failure, completing its Work; the caller holds the execution lock. */
         void execute(Op op);
@@ -67,9 +72,6 @@ final class Executor {
         void released();
     }
 
-    /** The op thread's {@link #wakeAt} while it is awake: issuers never need to wake it. */
-    private static final long AWAKE = Long.MIN_VALUE;
-
     private final Host host;
     private final int maxInFlight;
     private final long delayNanos;
@@ -83,16 +85,16 @@ final class Executor {
     private final AtomicInteger highWater = new AtomicInteger();
     private long nextSeq;
     private final Thread opThread;
-    /** When the sleeping operation thread wakes by itself (System.nanoTime), or {@link #AWAKE}. */
-    private volatile long wakeAt = AWAKE;
+    /** The operation thread sleeps without a wake-up of its own before an idle tick: an asynchronous call must wake it. */
+    private volatile boolean asleep;
     /** close() queued its stop request: every queued operation is due at once. */
     private volatile boolean stopping;
     /**
-     * When an asynchronous operation was last queued: for {@link #WATCH_NANOS} after it the operation
-     * thread looks at the queue every {@link #delayNanos} by itself, so that the calls of a program
-     * that issues asynchronous operations never pay for waking it.
+     * An asynchronous operation was queued since the operation thread last looked: for {@link #WATCH_NANOS}
+     * after it saw one, the operation thread looks at the queue every {@link #delayNanos} by itself, so that
+     * the calls of a program that issues asynchronous operations never pay for waking it (nor read the clock).
      */
-    private volatile long lastAsyncIssue;
+    private volatile boolean asyncIssued;
     /** How long the operation thread keeps looking at the queue by itself after an asynchronous call. */
     static final long WATCH_NANOS = 100_000_000L;
     /**
@@ -113,7 +115,6 @@ final class Executor {
         this.maxInFlight = maxInFlight;
         this.delayNanos = delayNanos;
         this.idleTickNanos = idleTickNanos;
-        this.lastAsyncIssue = System.nanoTime() - 2 * WATCH_NANOS;
         this.watchNanos = delayNanos >= MIN_WATCH_NANOS ? delayNanos : 0;
         this.opThread = new Thread(this::opLoop, threadName);
         this.opThread.setDaemon(true);
@@ -135,7 +136,7 @@ final class Executor {
         long now = System.nanoTime();
         for (Executor e : LIVE) {
             Op head = e.queue.peek();
-            if (head != null && !e.execLock.isLocked() && now - head.queuedAt >= olderThanNanos && !e.nudged) {
+            if (head != null && !e.execLock.isLocked() && (head.queuedAt == 0 || now - head.queuedAt >= olderThanNanos) && !e.nudged) {
                 e.nudged = true;
                 LockSupport.unpark(e.opThread);
             }
@@ -211,15 +212,20 @@ final class Executor {
                     inline = p == 1 && mayRunInline && Thread.currentThread() != opThread && execLock.tryLock();
                     op.startedAtIssue = inline;
                     op.work.owner = this;
-                    host.issued(op, inline);
+                    // A small operation reads no clock here (FlightRecorder's class comment): 0, and the operation
+                    // thread then times its wait in the queue from when it first sees it.
+                    op.queuedAt = host.issued(op, inline);
                     if (!inline) {
-                        op.queuedAt = System.nanoTime();
                         queue.add(op);
                         if (!mayRunInline) {
                             // A blocking call joins at once (and runs the queue itself): only an asynchronous one needs
                             // the operation thread, should its caller not come back in time.
-                            lastAsyncIssue = op.queuedAt;
-                            wakeIfLate(op.queuedAt + delayNanos);
+                            if (!asyncIssued) {
+                                asyncIssued = true;
+                            }
+                            if (asleep) {
+                                LockSupport.unpark(opThread);
+                            }
                         }
                     }
                     break;
@@ -250,14 +256,6 @@ final class Executor {
             }
         } finally {
             execLock.unlock();
-        }
-    }
-
-    /** Wakes the operation thread when it would wake by itself only after {@code due}. */
-    private void wakeIfLate(long due) {
-        long w = wakeAt;
-        if (w != AWAKE && w - due > 0) {
-            LockSupport.unpark(opThread);
         }
     }
 
@@ -306,6 +304,9 @@ final class Executor {
     private void opLoop() {
         try {
             long nextTick = System.nanoTime() + idleTickNanos;
+            long lastAsyncSeen = nextTick - idleTickNanos - 2 * WATCH_NANOS;
+            Op seenHead = null;
+            long seenAt = 0;
             while (true) {
                 if (host.aborted()) {
                     failQueued();
@@ -317,8 +318,24 @@ final class Executor {
                     closeNow();
                     break;
                 }
-                long due = head != null ? (stopping || nudged ? now : head.queuedAt + delayNanos)
-                        : watchNanos > 0 && now - lastAsyncIssue < WATCH_NANOS ? Math.min(nextTick, now + watchNanos) : nextTick;
+                if (asyncIssued) {
+                    asyncIssued = false;
+                    lastAsyncSeen = now;
+                }
+                boolean watching = watchNanos > 0 && now - lastAsyncSeen < WATCH_NANOS;
+                long due;
+                if (head == null) {
+                    seenHead = null;
+                    due = watching ? Math.min(nextTick, now + watchNanos) : nextTick;
+                } else if (stopping || nudged || delayNanos == 0) {
+                    due = now;
+                } else {
+                    if (head != seenHead) {
+                        seenHead = head;
+                        seenAt = head.queuedAt != 0 ? head.queuedAt : now;
+                    }
+                    due = seenAt + delayNanos;
+                }
                 if (now - due >= 0) {
                     if (head == null) {
                         nextTick = now + idleTickNanos;
@@ -332,13 +349,17 @@ final class Executor {
                     }
                     continue;
                 }
-                // Publish when this thread wakes by itself, then look again: an issue that raced with the look
-                // above either is seen now or sees wakeAt (and wakes this thread when it is too late).
-                wakeAt = due;
-                if (queue.peek() == head && !host.aborted()) {
-                    LockSupport.parkNanos(this, due - now);
+                if (head == null && !watching) {
+                    // Asleep until the idle tick: say so, then look again. An asynchronous call that raced with the look
+                    // above either is seen now or sees the flag (and wakes this thread).
+                    asleep = true;
+                    if (queue.peek() != null || asyncIssued || host.aborted() || stopping) {
+                        asleep = false;
+                        continue;
+                    }
                 }
-                wakeAt = AWAKE;
+                LockSupport.parkNanos(this, due - now);
+                asleep = false;
                 if (Thread.interrupted() && !host.aborted()) {
                     continue;
                 }

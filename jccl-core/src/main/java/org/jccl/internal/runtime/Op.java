@@ -6,7 +6,7 @@ import org.jccl.internal.guard.OpGuard;
 
 /**
  * One queued operation: what it is (for messages and the flight recorder) and how to run it on
- * the operation thread. Arguments were validated and heap memory staged before it was queued.
+ * whichever thread runs it (Executor). Arguments were validated and heap memory staged before it was queued.
  */
 abstract class Op {
     final String name;
@@ -18,11 +18,11 @@ abstract class Op {
     final WorkImpl work = new WorkImpl();
     /** Sequence number on its communicator, assigned when queued. */
     long seq;
-    /** When it entered the executor's queue (System.nanoTime); the operation thread starts it only some time after. */
+    /** When it was issued (System.nanoTime), 0 for a small operation (untimed, FlightRecorder's class comment). */
     long queuedAt;
     /** Runs inline, on the issuing thread: recorded as running when issued (no separate start record). */
     boolean startedAtIssue;
-    /** Copies staged results back to heap memory; run on the operation thread before completion. */
+    /** Copies staged results back to heap memory; run by the thread running it, before completion. */
     Runnable finisher;
     /** Returns pooled staging memory; run only after the operation succeeded (Staging.Pool). */
     Runnable releaser;
@@ -35,7 +35,7 @@ abstract class Op {
         this.rootOrPeer = rootOrPeer;
     }
 
-    /** Runs the operation to completion, on the operation thread. */
+    /** Runs the operation to completion, on the thread holding the execution lock. */
     abstract void run(OpContext ctx) throws Exception;
 
     /** The guard word of this operation (computed when its call starts, OpContext#beginCall). */

@@ -8,10 +8,11 @@ import java.util.Optional;
 import org.jccl.Buffer;
 
 /**
- * Turns the caller's buffers into memory the operation thread may use, on the caller's thread,
+ * Turns the caller's buffers into memory any thread running the operation may use (the operation
+ * thread runs what its caller leaves queued), on the caller's thread,
  * before the operation is queued. Native memory the operation thread can access is used as is
  * (zero copy). Heap memory is copied into native staging memory now (inputs) and copied back by
- * the operation thread before the operation completes (outputs): heap arrays are never handed to
+ * the thread running the operation before it completes (outputs): heap arrays are never handed to
  * socket I/O, and an asynchronous call sees its inputs as they were when it was issued.
  */
 final class Staging {
@@ -152,7 +153,7 @@ final class Staging {
         return staged;
     }
 
-    /** What the operation thread must run before completing the operation, or null. */
+    /** What the thread running the operation must run before completing it, or null. */
     Runnable finisher() {
         if (copyBack == null) {
             return null;

@@ -9,7 +9,7 @@ import org.jccl.JcclException;
 import org.jccl.Work;
 
 /**
- * The {@link Work} handle of one operation. Completed exactly once by the operation thread (or by
+ * The {@link Work} handle of one operation. Completed exactly once by the thread that ran it (or by
  * an abort); any thread may wait on it.
  */
 final class WorkImpl implements Work {
