@@ -8,7 +8,6 @@ import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.PeerFailedException;
 import org.jccl.internal.algo.CollectiveContext;
-import org.jccl.internal.config.Settings;
 import org.jccl.internal.tune.AlgoSelector;
 import org.jccl.internal.tune.Hierarchy;
 import org.jccl.internal.tune.Tuner;
@@ -93,9 +92,9 @@ public final class OpContext implements CollectiveContext {
         this.conf = new RingConfirmations(this, guard, comm.rank(), comm.size());
         guard.confirmations(conf);
         this.sig = new SignatureCheck(comm, this, conf);
-        long spin = Settings.IDLE_SPIN_US.getLong(comm.config()) * 1000;
-        long yield = Settings.IDLE_YIELD_US.getLong(comm.config()) * 1000;
-        long spinYield = Settings.IDLE_SPIN_YIELD_US.getLong(comm.config()) * 1000;
+        long spin = comm.settings().idleSpinNanos();
+        long yield = comm.settings().idleYieldNanos();
+        long spinYield = comm.settings().idleSpinYieldNanos();
         boolean oversubscribed = comm.localRanks() > HOST_CPUS;
         this.linkBackoff = new Backoff(spin, yield, spinYield, 0, oversubscribed, 1_000_000L, MAX_BLOCK_MILLIS * 1_000_000L,
                 nanos -> links.block(nanos, this::progress, comm.routing()::armWakeFds));
