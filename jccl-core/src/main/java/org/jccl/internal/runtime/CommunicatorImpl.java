@@ -44,6 +44,14 @@ import org.jccl.spi.Transport;
  * <p>Threading: public methods may be called from any thread; calls are serialised in the order
  * they reach the executor. Everything reached from {@link OpContext} runs under the executor's
  * execution lock.
+ *
+ * <p><b>Why about 660 lines in one class.</b> Most of it is the public {@link Communicator}
+ * interface: some forty collective and point-to-point methods (asynchronous, blocking, in-place and
+ * {@code MemorySegment} forms), each one to three lines that hand the call to {@link CallValidator}
+ * and the {@link Executor}. The rest is the lifecycle (abort, close, split, shrink), which must see
+ * the same fields as the calls. Validation, execution, routing, the operation context and the
+ * settings ({@link RuntimeSettings}) are already classes of their own; splitting the API surface
+ * further would only add a forwarding layer between the interface and those classes.
  */
 public final class CommunicatorImpl implements Communicator {
 

@@ -29,6 +29,15 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  * the connections ({@link Links}; sockets wake it when bytes arrive, the in-JVM transport and
  * abort() through {@link #wake()}) or, in the shared segment, park: a rank whose peer is a few
  * microseconds behind reacts at once, while one waiting for a straggler uses no CPU.
+ *
+ * <p><b>Why about 610 lines in one class.</b> It is the one progress engine of a communicator: the
+ * posts, the waits on connections and in the shared segment, the stage groups and the scratch all
+ * read and write the same per-operation state (the running {@link Op}, the group narrowing, the two
+ * {@link Backoff}s, whether the clock was read) on the hot path, without locks, because one thread
+ * at a time runs here. Split, that state would move to an object every part dereferences, and each
+ * wait would cross a class boundary per poll. The parts that are not per-operation state already
+ * live apart ({@link Links}, {@link MismatchGuard}, {@link RingConfirmations}, {@link SignatureCheck},
+ * {@link Backoff}).
  */
 public final class OpContext implements CollectiveContext {
     /** Longest blind block; a safety net only, since sockets and wake() end the block early. */
