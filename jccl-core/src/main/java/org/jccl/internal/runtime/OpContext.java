@@ -34,8 +34,8 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  * posts, the waits on connections and in the shared segment, the stage groups and the scratch all
  * read and write the same per-operation state (the running {@link Op}, the group narrowing, the two
  * {@link Backoff}s, whether the clock was read) on the hot path, without locks, because one thread
- * at a time runs here. Split, that state would move to an object every part dereferences, and each
- * wait would cross a class boundary per poll. The parts that are not per-operation state already
+ * at a time runs here. Split, the parts would share that state through a state object or
+ * package-private fields, which is what this class is. The parts that are not per-operation state already
  * live apart ({@link Links}, {@link MismatchGuard}, {@link RingConfirmations}, {@link SignatureCheck},
  * {@link Backoff}).
  */
