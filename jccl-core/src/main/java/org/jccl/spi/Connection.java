@@ -13,8 +13,12 @@ import java.util.Set;
  * protocol error naming both sizes (collective arguments differing across ranks end up here, unless the
  * messages' guard words, compared first, already told the calls apart).
  *
- * <p><b>Threading contract:</b> {@code send}, {@code recv} and {@code progress} are called only by
- * the owning communicator's operation thread. The segments of posted requests must stay valid and,
+ * <p><b>Threading contract:</b> {@code send}, {@code recv} and {@code progress} are called by the
+ * thread that runs the owning communicator's operations: the caller's thread (a blocking call, a
+ * thread joining a {@code Work}) or the communicator's operation thread, one at a time, in the
+ * order of the executor's execution lock. So a connection is never used by two threads at once,
+ * but not always by the same thread: it must not depend on thread affinity (UCX: a worker in
+ * {@code UCS_THREAD_MODE_SERIALIZED}, not {@code SINGLE}). The segments of posted requests must stay valid and,
  * for sends, unmodified until the request is done. Native memory only: heap memory is staged by
  * the runtime before it reaches a connection. The one-sided methods ({@code unpack}, {@code put},
  * {@code flush}) follow the same contract.

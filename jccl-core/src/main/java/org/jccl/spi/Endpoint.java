@@ -18,9 +18,11 @@ import java.util.Set;
  * a call to an unsupported one throws {@link OneSidedUnsupportedException} naming the transport.
  * Registration is expensive on RDMA hardware: a transport may keep a {@link RegistrationCache}.
  *
- * <p><b>Threading contract:</b> {@code connect}, {@code prepare}, {@code register} and {@code allocate}
- * are called by the owning communicator's operation thread (or, before it starts, the creating thread);
- * {@link #close()} may come from any thread (an abort) and releases every region registered here.
+ * <p><b>Threading contract:</b> {@code connect}, {@code register}, {@code allocate} and
+ * {@code armWakeFd} are called by the thread that runs the owning communicator's operations (the
+ * caller's thread or the communicator's operation thread, one at a time, as for {@link Connection});
+ * {@code prepare} by the thread creating the communicator. {@link #close()} may come from any
+ * thread (an abort) and releases every region registered here.
  */
 public interface Endpoint extends AutoCloseable {
 
@@ -29,8 +31,8 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * Returns the connection to {@code peerRank}, establishing it if needed. May block for a bounded
-     * time (the connect timeout) while the link is set up and authenticated; called by the
-     * communicator's operation thread the first time it needs that peer.
+     * time (the connect timeout) while the link is set up and authenticated; called by the thread
+     * running the communicator's operations the first time it needs that peer.
      *
      * @throws IOException when the peer cannot be reached or does not authenticate in time
      */
@@ -52,19 +54,20 @@ public interface Endpoint extends AutoCloseable {
     /**
      * A file descriptor that becomes readable when this endpoint has work, for a transport whose work
      * is not signalled through a Java channel ({@link Connection#channels()}): UCX's worker event fd.
-     * The runtime never reads or closes it: a watcher thread of its own polls it while the operation
-     * thread waits idle, and wakes that thread when it becomes readable (before {@link #close()} the
-     * watcher has stopped). -1, the default: none.
+     * The runtime never reads or closes it: a watcher thread of its own polls it while the thread
+     * running the communicator's operations waits idle, and wakes that thread when it becomes readable
+     * (before {@link #close()} the watcher has stopped). -1, the default: none.
      */
     default int wakeFd() {
         return -1;
     }
 
     /**
-     * Called by the operation thread just before it blocks with nothing to do, when {@link #wakeFd()}
-     * is not -1: re-arms the descriptor so that the next event makes it readable (UCX's
-     * {@code ucp_worker_arm}). Returns false when work arrived since the last progress (UCX's BUSY): the
-     * runtime then progresses again instead of blocking. Operation thread only; the default returns true.
+     * Called by the thread running the communicator's operations just before it blocks with nothing
+     * to do, when {@link #wakeFd()} is not -1: re-arms the descriptor so that the next event makes it
+     * readable (UCX's {@code ucp_worker_arm}). Returns false when work arrived since the last progress
+     * (UCX's BUSY): the runtime then progresses again instead of blocking. Never concurrently with the
+     * connections' progress; the default returns true.
      */
     default boolean armWakeFd() {
         return true;
@@ -102,9 +105,10 @@ public interface Endpoint extends AutoCloseable {
 
     /**
      * Registers host memory of this process for peers to put into. The segment must be native (not a heap
-     * array) and accessible by the operation thread (not of a confined arena); it must stay valid until
-     * the region is closed. A transport may hand out a region of a larger registration it already holds
-     * (a {@link RegistrationCache} hit); the returned region still describes exactly {@code memory}.
+     * array) and accessible from any thread (not of a confined arena: operations run on the caller's
+     * thread or the operation thread); it must stay valid until the region is closed. A transport may
+     * hand out a region of a larger registration it already holds (a {@link RegistrationCache} hit);
+     * the returned region still describes exactly {@code memory}.
      *
      * @throws OneSidedUnsupportedException when {@link #canRegister canRegister(HOST)} is false (the
      *         default), with the transport's name and what to do instead

@@ -5,21 +5,21 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jccl.Config;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.Transport;
-import org.jccl.spi.TransportContext;
+import org.jccl.testing.TestTransportContext;
 
 /**
  * One rank of a transport-level test: its endpoint of a {@link Transport}, opened with a {@link
- * TransportContext} that the rig fills in as bootstrap would, its connections to every peer, and
+ * TestTransportContext} that the rig fills in as bootstrap would, its connections to every peer, and
  * helpers that move small messages over them (carrying remote keys and notifications). Used the same
  * way whether the ranks are threads of this JVM ({@link OneSidedConformance}) or processes
  * ({@link SpiRankServer}).
@@ -32,12 +32,12 @@ final class SpiRig {
     private final int size;
     private final Endpoint endpoint;
     private final Connection[] connections;
-    private final Context ctx;
+    private final TestTransportContext ctx;
 
-    private SpiRig(Context ctx, Endpoint endpoint) {
+    private SpiRig(TestTransportContext ctx, Endpoint endpoint) {
         this.ctx = ctx;
-        this.rank = ctx.rank;
-        this.size = ctx.size;
+        this.rank = ctx.rank();
+        this.size = ctx.size();
         this.endpoint = endpoint;
         this.connections = new Connection[size];
     }
@@ -64,14 +64,14 @@ final class SpiRig {
 
     /** Opens this rank's endpoint; the peers' infos come later ({@link #setPeers}). */
     static SpiRig open(Transport t, byte[] commId, byte[] secret, int rank, int size, Config config) throws IOException {
-        Context c = new Context(commId, rank, size, secret, config);
+        TestTransportContext c = new TestTransportContext(commId, rank, size, secret, config);
         return new SpiRig(c, t.open(c));
     }
 
     /** The peer table, as bootstrap would hand it to every rank; {@code peers[r]} is rank r's info. */
     void setPeers(PeerInfo[] peers) {
         for (int r = 0; r < size; r++) {
-            ctx.peers.set(r, peers[r]);
+            ctx.setPeer(r, peers[r]);
         }
     }
 
@@ -96,31 +96,7 @@ final class SpiRig {
 
     /** Spins progress on every connection of this rank until all requests are done; fails on a request error or after the deadline. */
     void drive(List<P2pRequest> reqs) throws IOException {
-        long deadline = System.nanoTime() + DEADLINE_MILLIS * 1_000_000;
-        while (true) {
-            for (Connection c : connections) {
-                if (c != null) {
-                    c.progress();
-                }
-            }
-            boolean all = true;
-            for (P2pRequest r : reqs) {
-                if (r.isDone()) {
-                    if (r.error() != null) {
-                        throw new IOException("rank " + rank + ": request failed: " + r.error(), r.error());
-                    }
-                } else {
-                    all = false;
-                }
-            }
-            if (all) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("rank " + rank + ": requests still pending after " + DEADLINE_MILLIS + " ms");
-            }
-            Thread.onSpinWait();
-        }
+        TestTransportContext.drive("rank " + rank + ": ", DEADLINE_MILLIS, Arrays.asList(connections), reqs);
     }
 
     void drive(P2pRequest... reqs) throws IOException {
@@ -182,68 +158,5 @@ final class SpiRig {
     /** Closes the endpoint (and every connection and region it made). */
     void close() {
         endpoint.close();
-    }
-
-    /** A context whose peer infos are filled in once every endpoint is open (as bootstrap would). */
-    private static final class Context implements TransportContext {
-        final byte[] commId;
-        final int rank;
-        final int size;
-        final byte[] secret;
-        final Config config;
-        final AtomicReferenceArray<PeerInfo> peers;
-
-        Context(byte[] commId, int rank, int size, byte[] secret, Config config) {
-            this.commId = commId;
-            this.rank = rank;
-            this.size = size;
-            this.secret = secret;
-            this.config = config;
-            this.peers = new AtomicReferenceArray<>(size);
-        }
-
-        @Override
-        public byte[] commId() {
-            return commId.clone();
-        }
-
-        @Override
-        public int rank() {
-            return rank;
-        }
-
-        @Override
-        public int size() {
-            return size;
-        }
-
-        @Override
-        public byte[] secret() {
-            return secret.clone();
-        }
-
-        @Override
-        public Config config() {
-            return config;
-        }
-
-        @Override
-        public PeerInfo peer(int r) {
-            PeerInfo p = peers.get(r);
-            if (p == null) {
-                throw new IllegalStateException("no peer info for rank " + r);
-            }
-            return p;
-        }
-
-        @Override
-        public boolean isStopping() {
-            return false;
-        }
-
-        @Override
-        public void wakeup() {
-            // the rig spins on progress; nothing blocks
-        }
     }
 }

@@ -1,20 +1,13 @@
 package org.jccl.internal.bootstrap;
 
-import java.io.EOFException;
 import java.io.IOException;
-import java.net.BindException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
-import java.net.SocketException;
 import java.net.SocketTimeoutException;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.channels.UnresolvedAddressException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -22,7 +15,6 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jccl.Config;
@@ -34,7 +26,6 @@ import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.HandshakeServer;
-import org.jccl.internal.net.Interfaces;
 import org.jccl.internal.net.Tls;
 import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.PeerInfo;
@@ -64,6 +55,11 @@ import org.jccl.spi.PeerInfo;
  * removed, so a restarted process can take its rank again.
  *
  * <p>{@link #close()} may be called from any thread, any number of times.
+ *
+ * <p>Parts: this class is the root's thread and its selector (accept, handshakes, replies);
+ * {@link RootBinding} binds the listening sockets and explains a failed bind, {@link RootIncoming}
+ * is one connection's handshake and registration frame, and {@link RootTable} the rendezvous
+ * itself (who registered, the checks, the table, the words of every stop).
  */
 public final class BootstrapRoot implements AutoCloseable {
 
@@ -71,14 +67,10 @@ public final class BootstrapRoot implements AutoCloseable {
     static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(5);
     /** Unauthenticated connections served at once; further connections wait in the backlog. */
     static final int MAX_CONCURRENT_HANDSHAKES = 64;
-    /** Listen backlog: a whole job's ranks may connect within a millisecond. */
-    static final int BACKLOG = 1024;
     /** Longest select: how late a handshake deadline is noticed. */
     private static final long SELECT_MS = 100;
     /** How long close() waits for the root thread to tell waiting ranks and let go of the port. */
     private static final long CLOSE_WAIT_MS = 2_000;
-    /** At most this many rejections are kept to explain a later timeout. */
-    private static final int MAX_REJECTIONS_KEPT = 5;
 
     /** The listening sockets: the required address first, then extra interfaces. */
     private final List<ServerSocketChannel> servers;
@@ -103,41 +95,13 @@ public final class BootstrapRoot implements AutoCloseable {
     private volatile int arrivedCount;
 
     // ---- state owned by the root thread only
-    private final TreeMap<Integer, Registrant> registered = new TreeMap<>();
-    private int size = -1;
-    private final List<String> rejections = new ArrayList<>();
-    /** Connections in their handshake or registration (attached {@link Incoming}); capped at MAX_CONCURRENT_HANDSHAKES. */
+    /** Who registered, the world size, the refusals: the rendezvous itself. */
+    private final RootTable table;
+    /** Connections in their handshake or registration (attached {@link RootIncoming}); capped at MAX_CONCURRENT_HANDSHAKES. */
     private int incoming;
 
     /** An authenticated connection whose registration has been read; its key is reused for the registrant. */
     private record Arrival(WireChannel channel, SelectionKey key, BootstrapWire.Registration registration, String from) {
-    }
-
-    /**
-     * A connection not yet registered: first its handshake, then (authenticated) its registration
-     * frame. Before authentication only the handshake's fixed-size state exists; the frame buffers are
-     * allocated once the peer has proven the secret and announced a length within the limit.
-     */
-    private static final class Incoming {
-        final HandshakeServer handshake;
-        final String from;
-        boolean authenticated;
-        int[] rankSize;
-        /** u32 length of the registration frame. */
-        final ByteBuffer length = ByteBuffer.allocate(4);
-        ByteBuffer type;
-        ByteBuffer body;
-        /** Once authenticated: the registration is dropped when no byte arrives before this nanoTime. */
-        long idleDeadline;
-
-        Incoming(HandshakeServer handshake) {
-            this.handshake = handshake;
-            this.from = handshake.remote();
-        }
-    }
-
-    /** A registered rank, waiting for the table. */
-    private record Registrant(WireChannel channel, SelectionKey key, PeerInfo info, String from) {
     }
 
     private BootstrapRoot(List<ServerSocketChannel> servers, Selector selector, List<InetSocketAddress> addresses, byte[] secret,
@@ -149,6 +113,7 @@ public final class BootstrapRoot implements AutoCloseable {
         this.where = addresses.size() == 1 ? BootstrapWire.hostPort(address)
                 : String.join(" and ", addresses.stream().map(BootstrapWire::hostPort).toList());
         this.secret = secret.clone();
+        this.table = new RootTable(where);
         this.tls = Tls.fromConfig(config);
         this.initTimeout = Settings.INIT_TIMEOUT.getDuration(config);
         this.sendTimeout = Settings.CONNECT_TIMEOUT.getDuration(config);
@@ -198,82 +163,22 @@ public final class BootstrapRoot implements AutoCloseable {
         Settings.INIT_TIMEOUT.getDuration(config);
         Settings.CONNECT_TIMEOUT.getDuration(config);
         Tls.fromConfig(config); // and a broken TLS setup
-        InetSocketAddress bind = binds.getFirst();
-        String asked = bind.isUnresolved() ? bind.getHostString() + ":" + bind.getPort() : BootstrapWire.hostPort(bind);
-        List<ServerSocketChannel> servers = new ArrayList<>();
+        String asked = RootBinding.asked(binds.getFirst());
+        RootBinding.Bound bound = RootBinding.bind(binds, config);
         Selector selector = null;
         try {
-            ServerSocketChannel first = listen(bind);
-            servers.add(first);
             selector = Selector.open();
-            InetSocketAddress local = (InetSocketAddress) first.getLocalAddress();
-            InetSocketAddress reported = local.getAddress().isAnyLocalAddress()
-                    ? new InetSocketAddress(Interfaces.selectAddress(config), local.getPort()) : local;
-            List<InetSocketAddress> reportedAll = new ArrayList<>(List.of(reported));
-            List<String> skipped = new ArrayList<>();
-            if (!local.getAddress().isAnyLocalAddress()) {
-                for (InetSocketAddress extra : binds.subList(1, binds.size())) {
-                    InetSocketAddress at = new InetSocketAddress(extra.getAddress(), local.getPort());
-                    if (extra.isUnresolved() || reportedAll.contains(at)) {
-                        continue;
-                    }
-                    try {
-                        ServerSocketChannel s = listen(at);
-                        servers.add(s);
-                        reportedAll.add((InetSocketAddress) s.getLocalAddress());
-                    } catch (IOException | UnresolvedAddressException e) {
-                        skipped.add(BootstrapWire.hostPort(at) + " (" + e.getMessage() + ")");
-                    }
-                }
-            }
-            BootstrapRoot root = new BootstrapRoot(servers, selector, reportedAll, secret, config);
+            BootstrapRoot root = new BootstrapRoot(bound.servers(), selector, bound.reported(), secret, config);
             root.thread.start();
             Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root listening on " + root.where
-                    + (local.equals(reported) ? "" : " (bound " + BootstrapWire.hostPort(local) + ")")
-                    + (skipped.isEmpty() ? "" : "; not on " + String.join(", ", skipped))
+                    + (bound.local().equals(bound.reported().getFirst()) ? "" : " (bound " + BootstrapWire.hostPort(bound.local()) + ")")
+                    + (bound.skipped().isEmpty() ? "" : "; not on " + String.join(", ", bound.skipped()))
                     + ", init deadline " + BootstrapWire.seconds(root.initTimeout) + " (JCCL_INIT_TIMEOUT)");
             return root;
-        } catch (UnresolvedAddressException e) {
-            closeAll(servers, selector);
-            throw new ConfigException("cannot start the bootstrap root on " + asked + ": the host name cannot be resolved;"
-                    + " set JCCL_COMM_ID / MASTER_ADDR to a name or address of rank 0's host", e);
-        } catch (BindException e) {
-            closeAll(servers, selector);
-            if (!isLocal(bind.getAddress())) {
-                throw new ConfigException("cannot start the bootstrap root on " + asked + ": " + bind.getAddress().getHostAddress()
-                        + " is not an address of this host (" + e.getMessage() + "); rank 0 (the root) must run on the host that"
-                        + " JCCL_COMM_ID / MASTER_ADDR names, or set it to one of this host's addresses", e);
-            }
-            throw new ResourceException("cannot start the bootstrap root on " + asked + ": " + e.getMessage()
-                    + " (the port is held by another job, a previous run still exiting, or a launcher's own store such as"
-                    + " torchrun's agent); choose another port in JCCL_COMM_ID / MASTER_PORT, or find the holder with"
-                    + " `ss -ltnp 'sport = :" + bind.getPort() + "'`", e);
         } catch (IOException e) {
-            closeAll(servers, selector);
-            throw new ResourceException("cannot start the bootstrap root on " + asked + ": " + e
-                    + "; check the open-file limit (ulimit -n) and that the address belongs to this host", e);
+            RootBinding.closeAll(bound.servers(), selector);
+            throw RootBinding.failure(asked, e);
         }
-    }
-
-    private static ServerSocketChannel listen(InetSocketAddress at) throws IOException {
-        ServerSocketChannel server = ServerSocketChannel.open();
-        try {
-            // A fixed port (MASTER_PORT) must be reusable right after a previous job's sockets linger in TIME_WAIT.
-            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(at, BACKLOG);
-            server.configureBlocking(false);
-            return server;
-        } catch (IOException | RuntimeException e) {
-            closeQuietly(server, null);
-            throw e;
-        }
-    }
-
-    private static void closeAll(List<ServerSocketChannel> servers, Selector selector) {
-        for (ServerSocketChannel s : servers) {
-            closeQuietly(s, null);
-        }
-        closeQuietly(null, selector);
     }
 
     /** Every address the root listens on, the first being {@link #address()}. */
@@ -331,10 +236,10 @@ public final class BootstrapRoot implements AutoCloseable {
         } finally {
             stopFrame = stop != null ? stop : BootstrapWire.errorFrame(ErrorCode.INTERNAL, "the bootstrap root at " + where + " stopped");
             closeServers();
-            for (Registrant r : registered.values()) {
+            for (RootTable.Registrant r : table.registrants()) {
                 closeQuietly(r.channel(), null);
             }
-            registered.clear();
+            table.clear();
             arrivedCount = 0;
             closeIncoming(stopFrame);
             closeQuietly(null, selector);
@@ -347,7 +252,7 @@ public final class BootstrapRoot implements AutoCloseable {
             if (closeRequested) {
                 return stopClosed();
             }
-            if (size > 0 && registered.size() == size) {
+            if (table.formed()) {
                 return complete();
             }
             long remaining = deadlineNanos - System.nanoTime();
@@ -371,15 +276,15 @@ public final class BootstrapRoot implements AutoCloseable {
                 }
                 if (key.attachment() instanceof ServerSocketChannel server) {
                     acceptAll(server);
-                } else if (key.attachment() instanceof Incoming in) {
+                } else if (key.attachment() instanceof RootIncoming in) {
                     progress(key, in);
                 } else if (key.isReadable()) {
-                    onRegistrantReadable((Registrant) key.attachment());
+                    onRegistrantReadable((RootTable.Registrant) key.attachment());
                 }
             }
             long now = System.nanoTime();
             for (SelectionKey key : List.copyOf(selector.keys())) {
-                if (key.isValid() && key.attachment() instanceof Incoming in) {
+                if (key.isValid() && key.attachment() instanceof RootIncoming in) {
                     checkDeadline(key, in, now);
                 }
             }
@@ -399,12 +304,12 @@ public final class BootstrapRoot implements AutoCloseable {
                 return;
             }
             SelectionKey key;
-            Incoming in;
+            RootIncoming in;
             try {
                 ch.configureBlocking(false);
                 long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
                 Duration timeout = Duration.ofMillis(Math.max(1, Math.min(HANDSHAKE_TIMEOUT.toMillis(), remainingMs)));
-                in = new Incoming(HandshakeServer.start(Tls.wrap(tls, ch, false, remote(ch)), secret, Handshake.Kind.BOOTSTRAP, timeout));
+                in = new RootIncoming(HandshakeServer.start(Tls.wrap(tls, ch, false, remote(ch)), secret, Handshake.Kind.BOOTSTRAP, timeout));
                 key = ch.register(selector, 0, in);
             } catch (IOException e) {
                 dropped.incrementAndGet();
@@ -423,7 +328,7 @@ public final class BootstrapRoot implements AutoCloseable {
      * Moves one unregistered connection on as far as its socket allows without blocking: the
      * handshake, then the registration frame, then {@link #onArrival}. Failures drop it with one line.
      */
-    private void progress(SelectionKey key, Incoming in) {
+    private void progress(SelectionKey key, RootIncoming in) {
         BootstrapWire.Registration reg;
         try {
             if (!in.authenticated) {
@@ -442,7 +347,7 @@ public final class BootstrapRoot implements AutoCloseable {
                     }
                 }
             }
-            reg = readRegistration(in.handshake.channel(), in);
+            reg = in.readRegistration();
         } catch (JcclException | IOException e) {
             drop(key, in, e);
             return;
@@ -458,7 +363,7 @@ public final class BootstrapRoot implements AutoCloseable {
     }
 
     /** Drops a connection past its handshake deadline, or an authenticated one whose registration stalled. */
-    private void checkDeadline(SelectionKey key, Incoming in, long now) {
+    private void checkDeadline(SelectionKey key, RootIncoming in, long now) {
         if (!in.authenticated) {
             HandshakeServer.Result r = in.handshake.expired(now);
             if (r != null) {
@@ -469,74 +374,8 @@ public final class BootstrapRoot implements AutoCloseable {
         }
     }
 
-    /**
-     * Reads what has arrived of the registration frame; returns the checked registration once it is
-     * whole, null while more is to come. The body buffer is allocated only here, after the handshake,
-     * and only for a length within {@link BootstrapWire#MAX_REGISTRATION_FRAME}.
-     */
-    private BootstrapWire.Registration readRegistration(WireChannel ch, Incoming in) throws IOException {
-        boolean progressed = false;
-        boolean eof = false;
-        if (in.body == null) {
-            int before = in.length.position();
-            eof = readAvailable(ch, in.length);
-            progressed = in.length.position() > before;
-            if (!in.length.hasRemaining()) {
-                int length = in.length.getInt(0);
-                BootstrapWire.checkFrameLength(length, BootstrapWire.MAX_REGISTRATION_FRAME, in.from);
-                in.type = ByteBuffer.allocate(1);
-                in.body = ByteBuffer.allocate(length - 1);
-            }
-        }
-        if (in.body != null && !eof) {
-            long before = in.type.position() + (long) in.body.position();
-            eof = readAvailable(ch, in.type, in.body);
-            progressed |= in.type.position() + (long) in.body.position() > before;
-        }
-        if (in.body != null && !in.type.hasRemaining() && !in.body.hasRemaining()) {
-            return checkRegistration(in, Byte.toUnsignedInt(in.type.get(0)), in.body.array());
-        }
-        if (eof) {
-            throw new EOFException("the peer closed its connection before its registration was complete");
-        }
-        if (progressed) {
-            in.idleDeadline = System.nanoTime() + HANDSHAKE_TIMEOUT.toNanos();
-        }
-        return null;
-    }
-
-    /** Reads what is available into {@code bufs} without blocking; returns true at end of stream. */
-    private static boolean readAvailable(WireChannel ch, ByteBuffer... bufs) throws IOException {
-        while (bufs[bufs.length - 1].hasRemaining()) {
-            long n = ch.read(bufs);
-            if (n < 0) {
-                return true;
-            }
-            if (n == 0) {
-                return false;
-            }
-        }
-        return false;
-    }
-
-    private static BootstrapWire.Registration checkRegistration(Incoming in, int type, byte[] body) {
-        String from = in.from;
-        if (type != BootstrapWire.REGISTER) {
-            throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " sent bootstrap frame type " + type
-                    + " instead of a registration");
-        }
-        BootstrapWire.Registration reg = BootstrapWire.parseRegistration(body, from);
-        int[] rankSize = in.rankSize;
-        if (reg.rank() != rankSize[0] || reg.size() != rankSize[1] || reg.info().rank() != reg.rank()) {
-            throw new JcclException(ErrorCode.PROTOCOL, "connection from " + from + " authenticated as rank " + rankSize[0] + " of "
-                    + rankSize[1] + " but registered rank " + reg.rank() + " of " + reg.size() + " with the peer info of rank "
-                    + reg.info().rank() + "; a jccl bug, please report it");
-        }
-        return reg;
-    }
-
     /** Drops an unregistered connection with one warning; a peer that proved the secret is told why. */
-    private void drop(SelectionKey key, Incoming in, Exception e) {
+    private void drop(SelectionKey key, RootIncoming in, Exception e) {
         WireChannel ch = in.handshake.channel();
         incoming--;
         dropped.incrementAndGet();
@@ -557,51 +396,26 @@ public final class BootstrapRoot implements AutoCloseable {
     private void onArrival(Arrival a) {
         BootstrapWire.Registration reg = a.registration();
         PeerInfo info = reg.info();
-        int rank = reg.rank();
-        if (size > 0 && reg.size() != size) {
-            Registrant ref = registered.firstEntry().getValue();
-            reject(a, ErrorCode.MISMATCH, "world size mismatch: rank " + rank + " says " + reg.size() + " but rank " + ref.info().rank()
-                    + " says " + size + " (bootstrap root " + where + "); every rank must be started with the same world size"
-                    + " (JCCL_WORLD_SIZE / WORLD_SIZE / mpirun -np / srun -n), and ranks of two jobs must not share one root address");
-            return;
-        }
-        if (rank < 0 || rank >= reg.size()) {
-            reject(a, ErrorCode.INVALID_ARGUMENT, "rank " + rank + " is outside [0, " + reg.size() + ") (bootstrap root " + where
-                    + "); give every process a rank below the world size");
-            return;
-        }
-        Registrant first = registered.get(rank);
-        if (first != null) {
-            reject(a, ErrorCode.MISMATCH, "duplicate rank " + rank + ": " + describe(first.info(), first.from()) + " registered it first, and "
-                    + describe(info, a.from()) + " claims it too (bootstrap root " + where + "); every process needs its own rank:"
-                    + " check the launcher's rank variables (JCCL_RANK / RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID), and that two"
-                    + " jobs do not share one root address");
+        RootTable.Refusal refusal = table.refusal(reg, a.from());
+        if (refusal != null) {
+            reject(a, refusal.code(), refusal.message());
             return;
         }
         WireChannel ch = a.channel();
         // The handshake's key, on this selector already: from now on it watches for the registrant closing.
         SelectionKey key = a.key();
         key.interestOps(SelectionKey.OP_READ);
-        Registrant r = new Registrant(ch, key, info, a.from());
+        RootTable.Registrant r = new RootTable.Registrant(ch, key, info, a.from());
         key.attach(r);
-        registered.put(rank, r);
-        if (size < 0) {
-            size = reg.size();
-        }
-        arrivedCount = registered.size();
+        table.add(r, reg.size());
+        arrivedCount = table.arrived();
         Log.trace(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + info.describe() + " registered from " + a.from()
-                + " (" + registered.size() + " of " + size + ")");
-    }
-
-    private static String describe(PeerInfo info, String from) {
-        return "host " + info.host() + " pid " + info.pid() + " (connected from " + from + ")";
+                + " (" + table.arrived() + " of " + table.size() + ")");
     }
 
     private void reject(Arrival a, ErrorCode code, String message) {
         Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + " rejected a registration from " + a.from() + ": " + message);
-        if (rejections.size() < MAX_REJECTIONS_KEPT) {
-            rejections.add(message);
-        }
+        table.rejected(message);
         writeOnce(a.channel(), BootstrapWire.errorFrame(code, message));
         closeQuietly(a.channel(), null);
     }
@@ -611,7 +425,7 @@ public final class BootstrapRoot implements AutoCloseable {
      * process exited) or sent bytes it must not send. Either way the registration is withdrawn so
      * the rank can register again.
      */
-    private void onRegistrantReadable(Registrant r) {
+    private void onRegistrantReadable(RootTable.Registrant r) {
         ByteBuffer one = ByteBuffer.allocate(1);
         String why;
         try {
@@ -622,33 +436,25 @@ public final class BootstrapRoot implements AutoCloseable {
         }
         r.key().cancel();
         closeQuietly(r.channel(), null);
-        registered.remove(r.info().rank());
-        if (registered.isEmpty()) {
-            size = -1;
-        }
-        arrivedCount = registered.size();
+        table.remove(r.info().rank());
+        arrivedCount = table.arrived();
         Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + r.info().describe() + " " + why
                 + " before all ranks arrived (its process exited or was killed?); its rank is open again");
     }
 
     private byte[] complete() throws IOException {
         closeServers();
-        PeerInfo[] table = new PeerInfo[size];
-        for (Map.Entry<Integer, Registrant> e : registered.entrySet()) {
-            table[e.getKey()] = e.getValue().info();
-        }
+        int size = table.size();
         byte[] encoded;
         try {
-            encoded = PeerInfoCodec.encodeAll(table);
+            encoded = PeerInfoCodec.encodeAll(table.table());
         } catch (JcclException e) {
-            byte[] error = BootstrapWire.errorFrame(ErrorCode.RESOURCE, "the bootstrap root at " + where + " cannot send the peer table: "
-                    + e.getMessage());
+            byte[] error = BootstrapWire.errorFrame(ErrorCode.RESOURCE, table.cannotEncode(e));
             sendToAll(error, sendTimeout);
             return error;
         }
         if (encoded.length > BootstrapWire.MAX_REPLY_FRAME - 1) {
-            byte[] error = BootstrapWire.errorFrame(ErrorCode.RESOURCE, "the peer table of " + size + " ranks takes " + encoded.length
-                    + " bytes, more than the bootstrap's limit of " + BootstrapWire.MAX_REPLY_FRAME + "; publish fewer transport addresses");
+            byte[] error = BootstrapWire.errorFrame(ErrorCode.RESOURCE, RootTable.tableTooLarge(size, encoded.length));
             sendToAll(error, sendTimeout);
             return error;
         }
@@ -656,24 +462,12 @@ public final class BootstrapRoot implements AutoCloseable {
         int sent = sendToAll(BootstrapWire.tableFrame(encoded), sendTimeout);
         Log.info(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": all " + size + " ranks arrived after "
                 + String.format("%.3f s", formedNanos / 1e9) + "; peer table (" + encoded.length + " bytes) sent to " + sent + " of " + size);
-        return BootstrapWire.errorFrame(ErrorCode.MISMATCH, "the job at bootstrap root " + where + " was already formed by " + size
-                + " ranks when this rank registered: it is an extra process, or a duplicate rank");
+        return BootstrapWire.errorFrame(ErrorCode.MISMATCH, table.alreadyFormed());
     }
 
     private byte[] stopTimedOut() throws IOException {
         closeServers();
-        String message;
-        if (registered.isEmpty()) {
-            message = "no rank arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
-                    + " (JCCL_INIT_TIMEOUT)" + explanations();
-        } else {
-            long n = BootstrapWire.missingCount(registered.keySet(), size);
-            message = (n == 1 ? "rank " : "ranks ") + BootstrapWire.missing(registered.keySet(), size) + " of " + size
-                    + " never arrived at the bootstrap root " + where + " within " + BootstrapWire.seconds(initTimeout)
-                    + " (JCCL_INIT_TIMEOUT): check that " + (n == 1 ? "it was" : "they were") + " started and did not crash, that"
-                    + " every rank uses the same root address (JCCL_COMM_ID or MASTER_ADDR:MASTER_PORT) and JCCL_AUTH_TOKEN, and"
-                    + " raise JCCL_INIT_TIMEOUT if ranks start slowly" + loopbackHint() + explanations();
-        }
+        String message = table.timedOut(initTimeout, address, addresses, dropped.get());
         Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
         byte[] frame = BootstrapWire.errorFrame(ErrorCode.TIMEOUT, message);
         sendToAll(frame, sendTimeout);
@@ -681,41 +475,11 @@ public final class BootstrapRoot implements AutoCloseable {
                 + " had given up: " + message);
     }
 
-    /** When the required address is a loopback one: ranks on other hosts need the others, and a name that resolves to them. */
-    private String loopbackHint() {
-        if (!address.getAddress().isLoopbackAddress()) {
-            return "";
-        }
-        List<InetSocketAddress> others = addresses.stream().filter(a -> !a.getAddress().isLoopbackAddress()).toList();
-        return "; " + BootstrapWire.hostPort(address) + " is a loopback address (what JCCL_COMM_ID / MASTER_ADDR resolves to on this"
-                + " host), which ranks on other hosts cannot reach" + (others.isEmpty() ? " and this root listens on no other address"
-                : "; they must reach " + String.join(" or ", others.stream().map(BootstrapWire::hostPort).toList())
-                + ", so on their hosts the name must resolve to that address (check `getent hosts <name>` there: an /etc/hosts"
-                + " that maps it to 127.0.1.1 breaks it)");
-    }
-
-    private String explanations() {
-        StringBuilder sb = new StringBuilder();
-        int d = dropped.get();
-        if (d > 0) {
-            sb.append("; ").append(d).append(d == 1 ? " connection was" : " connections were")
-                    .append(" dropped before registering (wrong JCCL_AUTH_TOKEN or secret file, another jccl version, or not a jccl rank:"
-                            + " see the root process's log)");
-        }
-        if (!rejections.isEmpty()) {
-            sb.append("; rejected meanwhile: ").append(String.join(" | ", rejections));
-        }
-        return sb.toString();
-    }
-
     private byte[] stopClosed() throws IOException {
         closeServers();
-        String message = "the bootstrap root at " + where + " was closed by its process before the job was formed"
-                + (size > 0 ? " (" + registered.size() + " of " + size + " ranks had arrived; missing "
-                + BootstrapWire.missing(registered.keySet(), size) + ")" : "")
-                + "; the process that started the root (rank 0, or the caller of JcclId.create()) is shutting down: see its log";
+        String message = table.closed();
         byte[] frame = BootstrapWire.errorFrame(ErrorCode.ABORTED, message);
-        if (!registered.isEmpty()) {
+        if (table.arrived() > 0) {
             Log.warn(Log.Subsys.BOOTSTRAP, -1, message);
             sendToAll(frame, Duration.ofSeconds(1));
         }
@@ -729,13 +493,13 @@ public final class BootstrapRoot implements AutoCloseable {
     private int sendToAll(byte[] frame, Duration timeout) throws IOException {
         Map<SelectionKey, ByteBuffer> pending = new HashMap<>();
         for (SelectionKey key : selector.keys()) {
-            if (key.isValid() && key.attachment() instanceof Incoming) {
+            if (key.isValid() && key.attachment() instanceof RootIncoming) {
                 // Not served while the reply goes out (they are closed when the root stops); a ready key left
                 // in its interest set would make every select below return at once.
                 key.interestOps(0);
             }
         }
-        for (Registrant r : registered.values()) {
+        for (RootTable.Registrant r : table.registrants()) {
             if (r.key().isValid()) {
                 r.key().interestOps(SelectionKey.OP_WRITE);
                 pending.put(r.key(), ByteBuffer.wrap(frame));
@@ -757,9 +521,9 @@ public final class BootstrapRoot implements AutoCloseable {
                 if (buf == null || !key.isValid() || !key.isWritable()) {
                     continue;
                 }
-                Registrant r = (Registrant) key.attachment();
+                RootTable.Registrant r = (RootTable.Registrant) key.attachment();
                 try {
-                    WireChannel w = ((Registrant) key.attachment()).channel();
+                    WireChannel w = r.channel();
                     w.write(buf);
                     if (!w.flush()) {
                         continue; // TLS records still queued: wait for OP_WRITE again
@@ -778,13 +542,13 @@ public final class BootstrapRoot implements AutoCloseable {
             }
         }
         for (SelectionKey key : pending.keySet()) {
-            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + ((Registrant) key.attachment()).info().describe()
+            Log.warn(Log.Subsys.BOOTSTRAP, -1, "bootstrap root " + where + ": " + ((RootTable.Registrant) key.attachment()).info().describe()
                     + " did not take the root's reply within " + BootstrapWire.seconds(timeout) + " (JCCL_CONNECT_TIMEOUT); closing");
         }
-        for (Registrant r : registered.values()) {
+        for (RootTable.Registrant r : table.registrants()) {
             closeQuietly(r.channel(), null);
         }
-        registered.clear();
+        table.clear();
         arrivedCount = 0;
         return sent;
     }
@@ -798,7 +562,7 @@ public final class BootstrapRoot implements AutoCloseable {
             return;
         }
         for (SelectionKey key : List.copyOf(selector.keys())) {
-            if (key.attachment() instanceof Incoming in) {
+            if (key.attachment() instanceof RootIncoming in) {
                 WireChannel ch = in.handshake.channel();
                 if (in.authenticated) {
                     writeOnce(ch, frame);
@@ -820,17 +584,6 @@ public final class BootstrapRoot implements AutoCloseable {
         }
     }
 
-    private static boolean isLocal(InetAddress a) {
-        if (a == null || a.isAnyLocalAddress() || a.isLoopbackAddress()) {
-            return true;
-        }
-        try {
-            return NetworkInterface.getByInetAddress(a) != null;
-        } catch (SocketException e) {
-            return true;
-        }
-    }
-
     private static String remote(SocketChannel ch) {
         try {
             return BootstrapWire.hostPort((InetSocketAddress) ch.getRemoteAddress());
@@ -839,7 +592,7 @@ public final class BootstrapRoot implements AutoCloseable {
         }
     }
 
-    private static void closeQuietly(java.nio.channels.Channel ch, Selector selector) {
+    static void closeQuietly(java.nio.channels.Channel ch, Selector selector) {
         try {
             if (ch != null) {
                 ch.close();

@@ -9,7 +9,6 @@ import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.JcclTimeoutException;
 import org.jccl.PeerFailedException;
-import org.jccl.internal.config.Settings;
 import org.jccl.internal.control.ControlChannel.Conn;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.net.Tls;
@@ -116,7 +115,7 @@ public final class ControlPlane {
     public static final long GUARD_UNKNOWN = Long.MIN_VALUE + 1;
 
     /** Everything a control plane needs to know about its communicator. */
-    public record Params(byte[] commId, String idShort, int rank, int size, byte[] secret, Config config, PeerInfo[] peers,
+    public record Params(byte[] commId, String idShort, int rank, int size, byte[] secret, ControlSettings settings, PeerInfo[] peers,
                          FlightRecorder recorder, Counters counters, Host host) {
     }
 
@@ -189,16 +188,16 @@ public final class ControlPlane {
         this.rank = p.rank();
         this.size = p.size();
         this.peers = new Peers(p.peers(), rank);
-        Config cfg = p.config();
-        long timeoutNs = Settings.PEER_TIMEOUT.getDuration(cfg).toNanos();
-        long stallWarnNs = Settings.STALL_WARN.getDuration(cfg).toNanos();
-        long collectNs = Math.max(TimeUnit.MILLISECONDS.toNanos(500), Math.min(TimeUnit.SECONDS.toNanos(2), timeoutNs / 2));
-        this.lingerNs = Settings.CONTROL_LINGER.getDuration(cfg).toNanos();
+        ControlSettings settings = p.settings();
+        long timeoutNs = settings.peerTimeoutNanos();
+        long stallWarnNs = settings.stallWarnNanos();
+        long collectNs = settings.collectNanos();
+        this.lingerNs = settings.lingerNanos();
         this.detector = new FailureDetector(rank, size, timeoutNs, createdAt);
         FlightDumps dumps = new FlightDumps(p, peers, stallWarnNs, timeoutNs);
-        Duration connectTimeout = Settings.CONNECT_TIMEOUT.getDuration(cfg);
+        Duration connectTimeout = settings.connectTimeout();
         Conn[] conns = new Conn[rank == 0 ? size : 1];
-        Tls tls = Tls.fromConfig(cfg);
+        Tls tls = settings.tls();
         this.channel = new ControlChannel(p.idShort(), rank, detector.tickMs(), conns);
         ControlStar star = new ControlStar(p, peers, tls, conns);
         Supervisor sup = null;
@@ -233,7 +232,7 @@ public final class ControlPlane {
 
     /** The flight recorder dump and status files go here. */
     public static java.nio.file.Path dumpDir(Config config) {
-        return FlightDumps.dumpDir(config);
+        return ControlSettings.dumpDir(config);
     }
 
     /** The last stall line this rank logged, or null; for tests and status. */

@@ -85,6 +85,35 @@ public final class ControlWire {
         return b.flip();
     }
 
+    /** A FAULT; {@code index}: for a mismatch found (kind 4), the collective call it was found in, else -1. */
+    static ByteBuffer fault(int culprit, int kind, String message, long index) {
+        ByteBuffer f = frame(FAULT, 4 + 1 + stringBytes(message) + 8);
+        f.putInt(culprit).put((byte) kind);
+        putString(f, message);
+        f.putLong(index);
+        return seal(f);
+    }
+
+    /** A LEFT, sent by the hub: rank {@code r} closed or aborted its communicator ({@code how}), with why. */
+    static ByteBuffer left(int r, int how, String why) {
+        ByteBuffer f = frame(LEFT, 4 + 1 + stringBytes(why));
+        f.putInt(r).put((byte) how);
+        putString(f, why);
+        return seal(f);
+    }
+
+    /** A GONE: this rank leaves (aborted), with why. */
+    static ByteBuffer gone(String reason) {
+        ByteBuffer f = frame(GONE, stringBytes(reason));
+        putString(f, reason);
+        return seal(f);
+    }
+
+    /** A BYE: this rank closes normally, after its last finished operation. */
+    static ByteBuffer bye(long lastFinished) {
+        return seal(frame(BYE, 8).putLong(lastFinished));
+    }
+
     /**
      * Checks a received header (8 bytes from position 0) and returns the payload length.
      *

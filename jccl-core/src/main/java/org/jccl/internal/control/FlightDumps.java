@@ -10,7 +10,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.jccl.Config;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.util.Json;
@@ -41,16 +40,7 @@ final class FlightDumps {
         this.counters = p.counters();
         this.stallWarnNs = stallWarnNs;
         this.timeoutNs = timeoutNs;
-        this.dir = dumpDir(p.config());
-    }
-
-    /** The flight recorder dump and status files go here. */
-    static Path dumpDir(Config config) {
-        String d = Settings.DUMP_DIR.getString(config);
-        if (d != null && !d.isBlank()) {
-            return Path.of(d);
-        }
-        return Path.of(System.getProperty("java.io.tmpdir"), "jccl-" + System.getProperty("user.name", "user"));
+        this.dir = p.settings().dumpDir();
     }
 
     /** This rank's own state now. */

@@ -15,7 +15,7 @@ import java.util.Map;
  * allocates nothing (the strings are constants: operation names, {@code DataType.ncclName()},
  * algorithm tokens, transport names). Each slot is guarded by a sequence lock (a version that is
  * odd while a writer changes the slot), so the control thread can read a consistent snapshot while
- * the operation thread writes.
+ * the thread running an operation (its caller or the operation thread) writes.
  *
  * <p>Times. A large operation (over 64 KiB) is stamped when issued and when it finishes. A small
  * one is not, whether it runs at once on the caller's thread or from the queue: two clock reads

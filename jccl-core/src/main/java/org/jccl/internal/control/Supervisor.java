@@ -137,14 +137,14 @@ final class Supervisor {
             String report = describe(rank) + " reported: " + cause.getMessage();
             mismatch = report;
             mismatchIndex = foundIn;
-            broadcast(faultFrame(rank, ControlWire.KIND_MISMATCH_FOUND, report, foundIn), null);
+            broadcast(ControlWire.fault(rank, ControlWire.KIND_MISMATCH_FOUND, report, foundIn), null);
         } else if (cause.code() == ErrorCode.MISMATCH) {
             // An operation failed because of the reported mismatch: every rank aborts, with the report (or, one that
             // has not reached the mismatched call yet, fails that call when it starts).
             fault(rank, ControlWire.KIND_MISMATCH, describe(rank) + " reported: " + cause.getMessage(), null, false,
                     mismatchIndex >= 0 ? mismatchIndex : foundIn);
         } else {
-            broadcast(gone(cause.getMessage()), null);
+            broadcast(ControlWire.gone(cause.getMessage()), null);
         }
         shutdown();
     }
@@ -171,7 +171,7 @@ final class Supervisor {
 
     /** {@link ControlPlane#close} otherwise: goodbye, and stop. */
     void closeNow() {
-        broadcast(bye(p.recorder().lastFinished()), null);
+        broadcast(ControlWire.bye(p.recorder().lastFinished()), null);
         shutdown();
     }
 
@@ -191,7 +191,7 @@ final class Supervisor {
                 fault(rank, ControlWire.KIND_FAILED, describe(rank) + " exited during " + ControlWire.collName(cur.name())
                         + " #" + cur.seq(), null, false);
             } else {
-                broadcast(bye(p.recorder().lastFinished()), null);
+                broadcast(ControlWire.bye(p.recorder().lastFinished()), null);
                 shutdown();
             }
         });
@@ -237,7 +237,7 @@ final class Supervisor {
             Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": rank 0 closed its communicator "
                     + TimeUnit.NANOSECONDS.toSeconds(lingerNs) + " s ago (" + Settings.CONTROL_LINGER.name() + "); ranks "
                     + detector.openPeers() + " still have it open and are no longer supervised");
-            broadcast(bye(p.recorder().lastFinished()), null);
+            broadcast(ControlWire.bye(p.recorder().lastFinished()), null);
             shutdown();
         }
     }
@@ -276,7 +276,7 @@ final class Supervisor {
             default -> new PeerFailedException(culprit, message, null);
         };
         verdict = new Verdict(culprit, kind, message, ex);
-        broadcast(faultFrame(culprit, kind, message, index), from);
+        broadcast(ControlWire.fault(culprit, kind, message, index), from);
         Log.warn(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + message);
         boolean lingering = detector.lingering();
         if (kind == ControlWire.KIND_MISMATCH && index >= 0 && (tellOthers || from != null) && !lingering) {
@@ -324,15 +324,6 @@ final class Supervisor {
         }
     }
 
-    /** A FAULT; {@code index}: for a mismatch found (kind 4), the collective call it was found in, else -1. */
-    private static ByteBuffer faultFrame(int culprit, int kind, String message, long index) {
-        ByteBuffer f = ControlWire.frame(ControlWire.FAULT, 4 + 1 + ControlWire.stringBytes(message) + 8);
-        f.putInt(culprit).put((byte) kind);
-        ControlWire.putString(f, message);
-        f.putLong(index);
-        return ControlWire.seal(f);
-    }
-
     /**
      * Rank {@code r} closed or aborted its communicator: remember why; the hub tells every other rank
      * (so that a rank whose link to it closes can say so, see {@link ControlPlane#explain}).
@@ -358,24 +349,11 @@ final class Supervisor {
             }
         }
         if (rank == 0) {
-            ByteBuffer f = ControlWire.frame(ControlWire.LEFT, 4 + 1 + ControlWire.stringBytes(why));
-            f.putInt(r).put((byte) how);
-            ControlWire.putString(f, why);
-            broadcast(ControlWire.seal(f), conns[r]);
+            broadcast(ControlWire.left(r, how, why), conns[r]);
             if (detector.lingering()) {
                 endLinger(System.nanoTime()); // the last rank closing ends the hub's supervision at once
             }
         }
-    }
-
-    private static ByteBuffer gone(String reason) {
-        ByteBuffer f = ControlWire.frame(ControlWire.GONE, ControlWire.stringBytes(reason));
-        ControlWire.putString(f, reason);
-        return ControlWire.seal(f);
-    }
-
-    private static ByteBuffer bye(long lastFinished) {
-        return ControlWire.seal(ControlWire.frame(ControlWire.BYE, 8).putLong(lastFinished));
     }
 
     /** Sends {@code frame} on {@code c} if its link is open (the next heartbeat to it is then due T/4 later). */
@@ -483,7 +461,7 @@ final class Supervisor {
             }
             Log.info(Log.Subsys.NET, rank, "comm " + p.idShort() + ": " + msg);
             if (rank == 0) {
-                broadcast(faultFrame(culprit, kind, msg, index), c); // before LEFT: the report is there when the leave is
+                broadcast(ControlWire.fault(culprit, kind, msg, index), c); // before LEFT: the report is there when the leave is
             }
             left(culprit, ControlWire.HOW_ABORTED, "found mismatched collective calls and aborted its communicator");
             mismatchFoundAt(index, msg);

@@ -58,6 +58,14 @@ import org.jccl.internal.util.NativeAccess;
  * communicators in one process share it. Blocking calls ({@code PMIx_Fence}) are made on a helper
  * thread with a deadline: when it passes, the caller gets a {@link PmixException} naming the call
  * and the deadline (the stuck call is abandoned, and finalisation is skipped).
+ *
+ * <p><b>Why one file of about 610 lines.</b> It is the whole FFM binding of one C library for one
+ * use: the struct layouts above, the function handles, the version gate and layout self-check, the
+ * client's lifetime (init, finalise at exit) and the put/commit/fence/get calls with their deadline
+ * thread. These parts share the layouts and the one client's state; splitting them would spread
+ * the offsets that must agree with {@code pmix_common.h} over several files, and "the one gate to
+ * libpmix" would no longer hold by construction. What PMIx is used for (publishing the root's
+ * address) is already apart, in {@link PmixExchange}.
  */
 public final class Pmix {
 

@@ -34,6 +34,13 @@ import org.jccl.ReduceOp;
  * unsigned variants.
  *
  * <p>Thread-safe: the scratch arrays are per thread, and nothing else is shared.
+ *
+ * <p><b>Why one file of about 740 lines.</b> It is one loop shape (stage a chunk, combine, write back)
+ * written out for every data type and operator, because each must be a monomorphic counted loop
+ * over a primitive array for C2 to vectorise it: generics or a lambda per element would box or
+ * megamorph the loop and lose the speed this class exists for. The length is types times
+ * operators, not several roles; split per type, the per-thread scratch arrays and the chunk walk
+ * they share would have to be repeated or made visible across files.
  */
 final class Kernels {
 

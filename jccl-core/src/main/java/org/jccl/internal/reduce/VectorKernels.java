@@ -70,6 +70,12 @@ import org.jccl.ReduceOp;
  *       ones, which C2 compiles to F16C conversions; {@link Reductions} only uses them with
  *       {@code JCCL_REDUCE_VECTOR=1}.</li>
  * </ul>
+ *
+ * <p><b>Why one file of about 750 lines.</b> As {@link Kernels}: one loop per data type and
+ * operator, each over {@code static final} species so that C2 compiles it to plain SIMD, with
+ * the float16/bfloat16 lane tricks above written into the loops of those types. The length is types times
+ * operators, behind one dispatch ({@code reduce}); split per type, the species and the float16
+ * constants would be repeated or made visible across files, for no reader but {@link Reductions}.
  */
 final class VectorKernels {
 

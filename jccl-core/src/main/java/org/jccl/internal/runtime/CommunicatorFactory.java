@@ -7,6 +7,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -34,7 +35,6 @@ import org.jccl.internal.bootstrap.PeerInfoCodec;
 import org.jccl.internal.bootstrap.RootExchange;
 import org.jccl.internal.control.ControlPlane;
 import org.jccl.internal.config.JobSecret;
-import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.topo.NetInitReport;
 import org.jccl.internal.transport.local.LocalTransport;
@@ -60,13 +60,14 @@ public final class CommunicatorFactory {
 
     /** Joins a job; rank 0 of an environment-launched job also starts the root ({@code startRoot}). */
     public static Communicator init(JcclId id, int rank, int size, Config config, boolean startRoot) {
+        RuntimeSettings settings = RuntimeSettings.conclude(config); // a bad value fails before a port is held
         BootstrapRoot root = null;
         if (startRoot) {
             root = BootstrapRoot.start(id.rootAddress(), id.secret(), config);
         }
         try {
             byte[] commId = derive("jccl-world", id.secret(), id.rootHostPort().getBytes(StandardCharsets.UTF_8));
-            return create(commId, id.secret(), rank, size, config, hostHash(config, rank, size),
+            return create(commId, id.secret(), rank, size, config, settings, hostHash(config, rank, size),
                     self -> Bootstrap.rendezvous(id, rank, size, self, config));
         } catch (RuntimeException e) {
             if (root != null) {
@@ -88,7 +89,8 @@ public final class CommunicatorFactory {
         int size = launch.size();
         RootExchange exchange = launch.exchange();
         JobSecret js = launch.secret();
-        long deadline = System.nanoTime() + Settings.INIT_TIMEOUT.getDuration(config).toNanos();
+        RuntimeSettings settings = RuntimeSettings.conclude(config);
+        long deadline = System.nanoTime() + settings.initTimeout().toNanos();
         String hostHash = hostHash(config, rank, size);
         boolean carried = exchange.carriesSecret() && !js.isExplicit();
         BootstrapRoot root = null;
@@ -123,7 +125,7 @@ public final class CommunicatorFactory {
             byte[] key = secret.secret();
             String source = secret.source();
             byte[] commId = derive("jccl-world", key, published.jobKey().getBytes(StandardCharsets.UTF_8));
-            return create(commId, key, rank, size, config, hostHash,
+            return create(commId, key, rank, size, config, settings, hostHash,
                     self -> Bootstrap.rendezvous(roots, key, source, rank, size, self, config));
         } catch (RuntimeException e) {
             if (root != null) {
@@ -207,8 +209,8 @@ public final class CommunicatorFactory {
         PeerInfo[] exchange(PeerInfo self);
     }
 
-    private static CommunicatorImpl create(byte[] commId, byte[] secret, int rank, int size, Config config, String hostHash,
-                                           Rendezvous rendezvous) {
+    private static CommunicatorImpl create(byte[] commId, byte[] secret, int rank, int size, Config config, RuntimeSettings settings,
+                                           String hostHash, Rendezvous rendezvous) {
         List<Transport> transports = transports(config);
         TransportContextImpl tctx = new TransportContextImpl(commId, rank, size, secret, config);
         Map<Transport, Endpoint> endpoints = new LinkedHashMap<>();
@@ -225,7 +227,8 @@ public final class CommunicatorFactory {
             PeerInfo[] peers = rendezvous.exchange(self);
             tctx.setPeers(peers);
             NetInitReport.log(rank, localRank(peers, rank), localSize(peers, rank), config);
-            return withControl(new CommunicatorImpl(rank, size, commId, secret, config, peers, transports, endpoints, tctx), control);
+            return withControl(new CommunicatorImpl(rank, size, commId, secret, config, settings, peers, transports, endpoints, tctx),
+                    control);
         } catch (IOException e) {
             closeQuietly(control);
             closeAll(endpoints);
@@ -379,8 +382,8 @@ public final class CommunicatorFactory {
             tctx.setPeers(peers);
             Log.info(Log.Subsys.INIT, rank, "split: parent rank " + rank + " color " + color + " key " + key + " -> rank " + childRank
                     + " of " + childSize);
-            return withControl(new CommunicatorImpl(childRank, childSize, childId, secret, config, peers, transports, endpoints, tctx),
-                    control);
+            return withControl(new CommunicatorImpl(childRank, childSize, childId, secret, config, parent.settings(), peers, transports,
+                    endpoints, tctx), control);
         } catch (IOException e) {
             closeQuietly(control);
             closeAll(endpoints);
@@ -450,8 +453,8 @@ public final class CommunicatorFactory {
         try {
             // The survivors keep the host identity they had (a JCCL_HOSTID list is indexed by the original ranks).
             String hostHash = parent.peerInfo(rank).hostHash();
-            return create(childId, secret, childRank, childSize, config, hostHash,
-                    self -> rendezvousRetrying(id, childRank, childSize, self, config));
+            return create(childId, secret, childRank, childSize, config, parent.settings(), hostHash,
+                    self -> rendezvousRetrying(id, childRank, childSize, self, config, parent.settings().initTimeout()));
         } catch (RuntimeException e) {
             if (root != null) {
                 root.close();
@@ -489,8 +492,8 @@ public final class CommunicatorFactory {
         }
     }
 
-    private static PeerInfo[] rendezvousRetrying(JcclId id, int rank, int size, PeerInfo self, Config config) {
-        long deadline = System.nanoTime() + Settings.INIT_TIMEOUT.getDuration(config).toNanos();
+    private static PeerInfo[] rendezvousRetrying(JcclId id, int rank, int size, PeerInfo self, Config config, Duration initTimeout) {
+        long deadline = System.nanoTime() + initTimeout.toNanos();
         long backoff = 20;
         while (true) {
             try {

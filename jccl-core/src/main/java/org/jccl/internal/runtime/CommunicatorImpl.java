@@ -18,7 +18,6 @@ import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
-import org.jccl.internal.config.Settings;
 import org.jccl.internal.control.ControlPlane;
 import org.jccl.internal.control.Counters;
 import org.jccl.internal.control.FlightRecorder;
@@ -45,6 +44,14 @@ import org.jccl.spi.Transport;
  * <p>Threading: public methods may be called from any thread; calls are serialised in the order
  * they reach the executor. Everything reached from {@link OpContext} runs under the executor's
  * execution lock.
+ *
+ * <p><b>Why about 660 lines in one class.</b> Most of it is the public {@link Communicator}
+ * interface: some forty collective and point-to-point methods (asynchronous, blocking, in-place and
+ * {@code MemorySegment} forms), each one to three lines that hand the call to {@link CallValidator}
+ * and the {@link Executor}. The rest is the lifecycle (abort, close, split, shrink), which must see
+ * the same fields as the calls. Validation, execution, routing, the operation context and the
+ * settings ({@link RuntimeSettings}) are already classes of their own; splitting the API surface
+ * further would only add a forwarding layer between the interface and those classes.
  */
 public final class CommunicatorImpl implements Communicator {
 
@@ -53,6 +60,8 @@ public final class CommunicatorImpl implements Communicator {
     private final byte[] commId;
     private final byte[] secret;
     private final Config config;
+    /** The runtime's settings, concluded once from {@link #config} when the communicator was created. */
+    private final RuntimeSettings settings;
     private final PeerInfo[] peers;
     private final List<Transport> transports;
     /** Each peer's transport, decided here at creation; the shared segment. */
@@ -95,24 +104,24 @@ public final class CommunicatorImpl implements Communicator {
         ResourceLimits.preload();
     }
 
-    CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, PeerInfo[] peers,
+    CommunicatorImpl(int rank, int size, byte[] commId, byte[] secret, Config config, RuntimeSettings settings, PeerInfo[] peers,
                      List<Transport> transports, Map<Transport, Endpoint> endpoints, TransportContextImpl transportContext) {
         this.rank = rank;
         this.size = size;
         this.commId = commId.clone();
         this.secret = secret.clone();
         this.config = config;
+        this.settings = settings;
         this.peers = peers.clone();
         this.transports = transports;
         this.transportContext = transportContext;
-        this.chunkBytes = Settings.CHUNK_SIZE.getLong(config);
-        this.rdThreshold = Settings.SMALL_MSG_BYTES.raw(config) == null ? -1 : Settings.SMALL_MSG_BYTES.getLong(config);
-        this.algorithms = AlgoSelector.parse(Settings.ALGO.getString(config));
-        int check = Settings.checkLevel(config);
-        this.guardOn = check != Settings.CHECK_NONE;
+        this.chunkBytes = settings.chunkBytes();
+        this.rdThreshold = settings.rdThreshold();
+        this.algorithms = settings.algorithms();
+        this.guardOn = settings.guardOn();
         this.routing = new Routing(rank, this.peers, transports, endpoints, idShort());
         this.counters = new Counters(routing.peerTransports());
-        this.recorder = new FlightRecorder(Settings.FLIGHT_RECORDER_SIZE.getInt(config));
+        this.recorder = new FlightRecorder(settings.flightRecorderSize());
         ShmCollArea sharedArea = routing.sharedArea();
         this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(routing.pairTransports(), Tuner.model("none", Routing.UNDECLARED_COSTS)), rank,
                 sharedArea == null ? 0 : sharedArea.nearSlotBytes());
@@ -127,9 +136,9 @@ public final class CommunicatorImpl implements Communicator {
         transportContext.setWaker(ctx::wake);
         routing.watchWakeFds(ctx::wake);
         transportContext.setStillWaiting(ctx.guard()::stillWaiting);
-        this.runner = new OpRunner(this, ctx, routing, recorder, counters, tuner, check == Settings.CHECK_FULL);
-        this.executor = new Executor(runner, "jccl-op-" + idShort() + "-r" + rank, Settings.MAX_INFLIGHT.getInt(config),
-                Settings.OP_THREAD_DELAY_US.getLong(config) * 1000, OpRunner.IDLE_CONFIRM_MILLIS * 1_000_000L);
+        this.runner = new OpRunner(this, ctx, routing, recorder, counters, tuner, settings.fullCheck());
+        this.executor = new Executor(runner, "jccl-op-" + idShort() + "-r" + rank, settings.maxInFlight(), settings.opThreadDelayNanos(),
+                OpRunner.IDLE_CONFIRM_MILLIS * 1_000_000L);
         runner.executor(executor);
         this.submitLock = executor.submitLock();
         this.calls = new CallValidator(rank, size, this::staging);
@@ -143,7 +152,7 @@ public final class CommunicatorImpl implements Communicator {
      * org.jccl.internal.control). Rank 0 passes the listener whose address it published.
      */
     void startControl(java.nio.channels.ServerSocketChannel listener) {
-        control = ControlPlane.start(new ControlPlane.Params(commId, idShort(), rank, size, secret, config, peers, recorder, counters,
+        control = ControlPlane.start(new ControlPlane.Params(commId, idShort(), rank, size, secret, settings.control(), peers, recorder, counters,
                 runner.controlHost()), listener);
     }
 
@@ -246,6 +255,11 @@ public final class CommunicatorImpl implements Communicator {
 
     Config config() {
         return config;
+    }
+
+    /** The runtime's settings, concluded from {@link #config()} at creation. */
+    RuntimeSettings settings() {
+        return settings;
     }
 
     byte[] commId() {

@@ -10,14 +10,16 @@ import org.jccl.internal.util.Poll;
  * raw descriptor. One daemon thread per such endpoint; it only polls the descriptor (poll(2)), never
  * calls the transport.
  *
- * <p>The protocol, which makes every event wake the operation thread once and never spins: the
- * operation thread, about to block, calls {@code Endpoint#armWakeFd} and, when that succeeds,
+ * <p>The protocol, which makes every event wake the waiting thread once and never spins: the thread
+ * running the communicator's operations (a caller or the operation thread), about to block, calls
+ * {@code Endpoint#armWakeFd} and, when that succeeds,
  * {@link #armed()}. The watcher then polls; when the descriptor is readable it disarms itself and runs
  * the wake action, and polls again only after the next {@link #armed()} (a readable descriptor stays
  * readable until the transport drains it in its progress, so polling it again at once would spin).
  *
- * <p>Threading: {@link #armed()} and {@link #close()} from the operation thread (close also from
- * any thread that closes the communicator); the watcher is this class's own thread.
+ * <p>Threading: {@link #armed()} and {@link #close()} from the thread running the communicator's
+ * operations, under the execution lock (close also from any thread that closes the communicator);
+ * the watcher is this class's own thread.
  */
 final class FdWaker implements AutoCloseable {
     /** How long one poll waits, so that close() is noticed within it. */
@@ -28,13 +30,13 @@ final class FdWaker implements AutoCloseable {
     private final Thread watcher;
     private volatile boolean armed;
     private volatile boolean closed;
-    /** How many times the descriptor woke the operation thread (tests, TRACE). */
+    /** How many times the descriptor woke the waiting thread (tests, TRACE). */
     private volatile long wakeups;
 
     /**
      * @param name for the thread's name and messages ("UCX")
      * @param fd the endpoint's wake descriptor
-     * @param wake what wakes the operation thread (the transport context's wakeup)
+     * @param wake what wakes the thread waiting in the operation context (the transport context's wakeup)
      * @throws IllegalStateException when poll(2) cannot be called (native access denied), naming the fix
      */
     FdWaker(String name, String comm, int rank, int fd, Runnable wake) {
@@ -72,7 +74,7 @@ final class FdWaker implements AutoCloseable {
                 readable = Poll.readable(fd, POLL_MILLIS);
             } catch (IllegalStateException e) {
                 if (!closed) {
-                    // The descriptor broke under a live communicator: wake the operation thread so the transport's
+                    // The descriptor broke under a live communicator: wake the waiting thread so the transport's
                     // own progress finds and reports the failure; stop watching a descriptor that cannot be waited on.
                     Log.warn(Log.Subsys.NET, rank, "stopped waiting on the " + name + " transport's wake descriptor: " + e.getMessage()
                             + "; idle waits fall back to the runtime's timed polling");

@@ -8,7 +8,6 @@ import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.PeerFailedException;
 import org.jccl.internal.algo.CollectiveContext;
-import org.jccl.internal.config.Settings;
 import org.jccl.internal.tune.AlgoSelector;
 import org.jccl.internal.tune.Hierarchy;
 import org.jccl.internal.tune.Tuner;
@@ -30,6 +29,15 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  * the connections ({@link Links}; sockets wake it when bytes arrive, the in-JVM transport and
  * abort() through {@link #wake()}) or, in the shared segment, park: a rank whose peer is a few
  * microseconds behind reacts at once, while one waiting for a straggler uses no CPU.
+ *
+ * <p><b>Why about 610 lines in one class.</b> It is the one progress engine of a communicator: the
+ * posts, the waits on connections and in the shared segment, the stage groups and the scratch all
+ * read and write the same per-operation state (the running {@link Op}, the group narrowing, the two
+ * {@link Backoff}s, whether the clock was read) on the hot path, without locks, because one thread
+ * at a time runs here. Split, the parts would share that state through a state object or
+ * package-private fields, which is what this class is. The parts that are not per-operation state already
+ * live apart ({@link Links}, {@link MismatchGuard}, {@link RingConfirmations}, {@link SignatureCheck},
+ * {@link Backoff}).
  */
 public final class OpContext implements CollectiveContext {
     /** Longest blind block; a safety net only, since sockets and wake() end the block early. */
@@ -93,9 +101,9 @@ public final class OpContext implements CollectiveContext {
         this.conf = new RingConfirmations(this, guard, comm.rank(), comm.size());
         guard.confirmations(conf);
         this.sig = new SignatureCheck(comm, this, conf);
-        long spin = Settings.IDLE_SPIN_US.getLong(comm.config()) * 1000;
-        long yield = Settings.IDLE_YIELD_US.getLong(comm.config()) * 1000;
-        long spinYield = Settings.IDLE_SPIN_YIELD_US.getLong(comm.config()) * 1000;
+        long spin = comm.settings().idleSpinNanos();
+        long yield = comm.settings().idleYieldNanos();
+        long spinYield = comm.settings().idleSpinYieldNanos();
         boolean oversubscribed = comm.localRanks() > HOST_CPUS;
         this.linkBackoff = new Backoff(spin, yield, spinYield, 0, oversubscribed, 1_000_000L, MAX_BLOCK_MILLIS * 1_000_000L,
                 nanos -> links.block(nanos, this::progress, comm.routing()::armWakeFds));

@@ -33,4 +33,22 @@ class ControlSettingsTest {
         assertTrue(f != null && f.contains("JCCL_FLIGHT_RECORDER_SIZE") && f.contains("8"), f);
         assertNull(Settings.STALL_WARN.problem(Config.defaults().with("JCCL_STALL_WARN", "2.5")));
     }
+
+    @Test
+    void concludedOnceWithDerivedValues() {
+        ControlSettings s = ControlSettings.conclude(Config.defaults());
+        assertEquals(Duration.ofSeconds(10), s.peerTimeout());
+        assertEquals(10_000_000_000L, s.peerTimeoutNanos());
+        assertEquals(30_000_000_000L, s.stallWarnNanos());
+        assertEquals(300_000_000_000L, s.lingerNanos());
+        assertEquals(Duration.ofSeconds(30), s.connectTimeout());
+        assertNull(s.tls());
+        assertEquals(ControlPlane.dumpDir(Config.defaults()), s.dumpDir());
+        // Collecting the ranks' states waits half the peer timeout, kept within 0.5 and 2 s.
+        assertEquals(2_000_000_000L, s.collectNanos());
+        assertEquals(1_500_000_000L, ControlSettings.conclude(Config.defaults().with("JCCL_PEER_TIMEOUT", "3")).collectNanos());
+        assertEquals(500_000_000L, ControlSettings.conclude(Config.defaults().with("JCCL_PEER_TIMEOUT", "1")).collectNanos());
+        assertEquals(0L, ControlSettings.conclude(Config.defaults().with("JCCL_CONTROL_LINGER", "0")).lingerNanos());
+        assertEquals("/x/y", ControlSettings.conclude(Config.defaults().with("JCCL_DUMP_DIR", "/x/y")).dumpDir().toString());
+    }
 }

@@ -28,6 +28,14 @@ import org.jccl.cuda.CudaException;
  *
  * <p>Thread safety: the driver is thread safe; the current context is per thread, so callers set
  * it with {@link #ctxSetCurrent} before a call on a device other than the thread's last.
+ *
+ * <p><b>Why one file of about 780 lines.</b> It is the whole FFM binding of the driver API: one
+ * {@code MethodHandle} per {@code cu*} function with its descriptor, the translation of
+ * {@code CUresult} into messages, and one short wrapper per call (devices, contexts, memory,
+ * copies, streams, events, modules, IPC). Each wrapper is a few lines that follow one pattern, so
+ * the length is the number of functions, not several roles; split by family, every part would
+ * repeat the loading, the checks and the error text, and "the only class that calls into libcuda"
+ * would no longer hold by construction.
  */
 public final class CudaDriver {
     /** CUDA_SUCCESS. */

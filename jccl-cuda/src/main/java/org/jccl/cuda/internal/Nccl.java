@@ -56,6 +56,16 @@ import org.jccl.internal.config.Settings;
  *
  * <p>Thread safety: as NCCL's. Groups ({@link #groupStart()}) are per thread; the CUDA device
  * of a communicator must be current on the calling thread.
+ *
+ * <p><b>Why one file of about 870 lines.</b> It is the whole FFM binding of one C library: the
+ * lookup that decides which {@code libnccl.so.2} is bound, one {@code MethodHandle} per function of
+ * {@code nccl.h} with its descriptor beside it, the translation of {@code ncclResult_t} into
+ * messages, and one thin wrapper per call. Kept together, a reader checks each wrapper against its
+ * descriptor and its C signature in one place, and "the only class that calls into libnccl" stays
+ * true by construction. Split by call family (communicators, collectives, groups), each part would
+ * need the handles, the checks and the error text of the others, and the boundary would be
+ * nccl.h's sections rather than roles; what could leave is the library search ({@link #locate} and
+ * its helpers, about 260 lines), which is kept here because it decides what the handles bind to.
  */
 public final class Nccl {
     // ------------------------------------------------------------------ constants of nccl.h

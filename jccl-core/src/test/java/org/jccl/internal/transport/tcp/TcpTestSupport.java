@@ -7,15 +7,14 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jccl.Config;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
-import org.jccl.spi.TransportContext;
+import org.jccl.testing.TestTransportContext;
 
-/** Test helpers: an in-memory {@link TransportContext}, a small "cluster" of endpoints in one JVM, and rank threads. */
+/** Test helpers: a small "cluster" of TCP endpoints in one JVM (over {@link TestTransportContext}), and rank threads. */
 final class TcpTestSupport {
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -33,70 +32,6 @@ final class TcpTestSupport {
         return b;
     }
 
-    /** A context whose peer infos are filled in once every endpoint is open (as bootstrap would). */
-    static final class TestContext implements TransportContext {
-        final byte[] commId;
-        final int rank;
-        final int size;
-        final byte[] secret;
-        final Config config;
-        final AtomicReferenceArray<PeerInfo> peers;
-        volatile boolean stopping;
-
-        TestContext(byte[] commId, int rank, int size, byte[] secret, Config config) {
-            this.commId = commId;
-            this.rank = rank;
-            this.size = size;
-            this.secret = secret;
-            this.config = config;
-            this.peers = new AtomicReferenceArray<>(size);
-        }
-
-        @Override
-        public byte[] commId() {
-            return commId.clone();
-        }
-
-        @Override
-        public int rank() {
-            return rank;
-        }
-
-        @Override
-        public int size() {
-            return size;
-        }
-
-        @Override
-        public byte[] secret() {
-            return secret.clone();
-        }
-
-        @Override
-        public Config config() {
-            return config;
-        }
-
-        @Override
-        public PeerInfo peer(int r) {
-            PeerInfo p = peers.get(r);
-            if (p == null) {
-                throw new IllegalStateException("no peer info for rank " + r);
-            }
-            return p;
-        }
-
-        @Override
-        public boolean isStopping() {
-            return stopping;
-        }
-
-        @Override
-        public void wakeup() {
-            // TCP wakes the runtime through its sockets; nothing to do in these transport-level tests
-        }
-    }
-
     static PeerInfo info(int rank, byte[] tcpAddress) {
         return new PeerInfo(rank, "testhost", 1000 + rank, "hosthash", "proc-" + rank,
                 tcpAddress == null ? Map.of() : Map.of(TcpTransport.NAME, tcpAddress));
@@ -104,18 +39,18 @@ final class TcpTestSupport {
 
     /** n ranks of one communicator, each with an open TCP endpoint and every peer's info. */
     static final class Cluster implements AutoCloseable {
-        final TestContext[] ctx;
+        final TestTransportContext[] ctx;
         final Endpoint[] ep;
         final byte[] commId = random16();
         final byte[] secret = random16();
 
         Cluster(int n, Config config) throws IOException {
-            ctx = new TestContext[n];
+            ctx = new TestTransportContext[n];
             ep = new Endpoint[n];
             TcpTransport t = new TcpTransport();
             try {
                 for (int r = 0; r < n; r++) {
-                    ctx[r] = new TestContext(commId, r, n, secret, config);
+                    ctx[r] = new TestTransportContext(commId, r, n, secret, config);
                     ep[r] = t.open(ctx[r]);
                 }
             } catch (IOException | RuntimeException e) {
@@ -124,8 +59,8 @@ final class TcpTestSupport {
             }
             for (int r = 0; r < n; r++) {
                 PeerInfo p = info(r, ep[r].address());
-                for (TestContext c : ctx) {
-                    c.peers.set(r, p);
+                for (TestTransportContext c : ctx) {
+                    c.setPeer(r, p);
                 }
             }
         }
@@ -183,32 +118,7 @@ final class TcpTestSupport {
 
     /** Spins progress on every connection until all requests are done; fails on a request error or after the deadline. */
     static void drive(long timeoutMillis, List<? extends Connection> conns, List<P2pRequest> reqs) throws IOException {
-        long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
-        while (true) {
-            for (Connection c : conns) {
-                c.progress();
-            }
-            boolean all = true;
-            for (P2pRequest r : reqs) {
-                if (r.isDone()) {
-                    if (r.error() != null) {
-                        throw new IOException("request failed: " + r.error(), r.error());
-                    }
-                } else {
-                    all = false;
-                }
-            }
-            if (all) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                int pending = 0;
-                for (P2pRequest r : reqs) {
-                    pending += r.isDone() ? 0 : 1;
-                }
-                throw new AssertionError(pending + " of " + reqs.size() + " requests still pending after " + timeoutMillis + " ms");
-            }
-        }
+        TestTransportContext.drive("", timeoutMillis, conns, reqs);
     }
 
     static void drive(long timeoutMillis, Connection c, P2pRequest... reqs) throws IOException {

@@ -1,16 +1,5 @@
 package org.jccl.internal.transport.tcp;
 
-import static org.jccl.internal.transport.tcp.TcpTestSupport.check;
-import static org.jccl.internal.transport.tcp.TcpTestSupport.drive;
-import static org.jccl.internal.transport.tcp.TcpTestSupport.fill;
-import static org.jccl.internal.transport.tcp.TcpTestSupport.loopback;
-import static org.jccl.internal.transport.tcp.TcpTestSupport.runRanks;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -18,11 +7,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -33,16 +22,26 @@ import org.jccl.JcclTimeoutException;
 import org.jccl.internal.net.Handshake;
 import org.jccl.internal.net.HandshakeThreads;
 import org.jccl.internal.transport.tcp.TcpTestSupport.Cluster;
-import org.jccl.internal.transport.tcp.TcpTestSupport.TestContext;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
+import org.jccl.testing.TestTransportContext;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.check;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.drive;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.fill;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.loopback;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.runRanks;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Two and three TCP endpoints in one JVM over real loopback sockets, one thread per rank. */
 class TcpTransportTest {
@@ -399,10 +398,10 @@ class TcpTransportTest {
     void wrongSecretIsRejectedAndThePairStillWorks() throws Exception {
         try (Cluster c = new Cluster(2, loopback())) {
             // An outsider that knows rank 1's address and the communicator id but not the secret, claiming rank 0.
-            TestContext intruder = new TestContext(c.commId, 0, 2, TcpTestSupport.random16(), loopback());
-            intruder.peers.set(1, c.ctx[0].peer(1));
+            TestTransportContext intruder = new TestTransportContext(c.commId, 0, 2, TcpTestSupport.random16(), loopback());
+            intruder.setPeer(1, c.ctx[0].peer(1));
             try (Endpoint bad = new TcpTransport().open(intruder)) {
-                intruder.peers.set(0, TcpTestSupport.info(0, bad.address()));
+                intruder.setPeer(0, TcpTestSupport.info(0, bad.address()));
                 JcclException e = assertThrows(JcclException.class, () -> bad.connect(1));
                 assertEquals(ErrorCode.AUTHENTICATION, e.code());
                 assertTrue(e.getMessage().contains("rank 1 (testhost pid 1001)"), e.getMessage());
@@ -417,12 +416,12 @@ class TcpTransportTest {
     void foreignCommunicatorAndImpossibleRankAreDropped() throws Exception {
         try (Cluster c = new Cluster(3, loopback())) {
             // Same secret, other communicator id (another communicator of the job): authenticated, then dropped.
-            TestContext other = new TestContext(TcpTestSupport.random16(), 0, 3, c.secret, loopback());
+            TestTransportContext other = new TestTransportContext(TcpTestSupport.random16(), 0, 3, c.secret, loopback());
             // Same communicator, but "rank 2" connecting to rank 1 as if it were lower: dropped.
-            TestContext upside = new TestContext(c.commId, 0, 3, c.secret, loopback());
-            for (TestContext t : List.of(other, upside)) {
+            TestTransportContext upside = new TestTransportContext(c.commId, 0, 3, c.secret, loopback());
+            for (TestTransportContext t : List.of(other, upside)) {
                 for (int r = 0; r < 3; r++) {
-                    t.peers.set(r, c.ctx[0].peer(r));
+                    t.setPeer(r, c.ctx[0].peer(r));
                 }
             }
             try (Endpoint e1 = new TcpTransport().open(other); Arena arena = Arena.ofConfined()) {
@@ -502,7 +501,7 @@ class TcpTransportTest {
                 } catch (InterruptedException ignored) {
                     return;
                 }
-                c.ctx[1].stopping = true;
+                c.ctx[1].setStopping(true);
             });
             long t0 = System.nanoTime();
             IOException e = assertThrows(IOException.class, () -> c.ep[1].connect(0));
@@ -519,10 +518,10 @@ class TcpTransportTest {
             port = s.getLocalPort(); // closed again: connections to it are refused
         }
         Config cfg = loopback().with("JCCL_CONNECT_TIMEOUT", "1");
-        TestContext ctx = new TestContext(TcpTestSupport.random16(), 0, 2, TcpTestSupport.random16(), cfg);
+        TestTransportContext ctx = new TestTransportContext(TcpTestSupport.random16(), 0, 2, TcpTestSupport.random16(), cfg);
         try (Endpoint ep = new TcpTransport().open(ctx)) {
-            ctx.peers.set(0, TcpTestSupport.info(0, ep.address()));
-            ctx.peers.set(1, TcpTestSupport.info(1, TcpWire.encodeAddress(new InetSocketAddress("127.0.0.1", port))));
+            ctx.setPeer(0, TcpTestSupport.info(0, ep.address()));
+            ctx.setPeer(1, TcpTestSupport.info(1, TcpWire.encodeAddress(new InetSocketAddress("127.0.0.1", port))));
             long t0 = System.nanoTime();
             JcclTimeoutException e = assertThrows(JcclTimeoutException.class, () -> ep.connect(1));
             long ms = (System.nanoTime() - t0) / 1_000_000;
