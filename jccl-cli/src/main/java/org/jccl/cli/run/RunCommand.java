@@ -145,7 +145,7 @@ public final class RunCommand implements Callable<Integer> {
                     throw new ParameterException(spec.commandLine(), "jar file '" + target + "' not found (looked in "
                             + Path.of("").toAbsolutePath() + "); check the path, or build the jar first");
                 }
-                cmd.add(LocalLauncher.javaBinary());
+                cmd.add(JavaCommand.javaBinary());
                 // Like the class case: jccl's optional native modules need it, and it is harmless otherwise.
                 cmd.add("--enable-native-access=ALL-UNNAMED");
                 cmd.add("--add-modules"); // the Vector API reduction kernels

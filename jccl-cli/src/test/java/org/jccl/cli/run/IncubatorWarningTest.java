@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class IncubatorWarningTest {
 
-    private static final String WARNING = LocalLauncher.INCUBATOR_WARNING;
+    private static final String WARNING = RankOutput.INCUBATOR_WARNING;
 
     private record Run(int code, List<String> out, List<String> err) {
     }
@@ -60,10 +60,10 @@ class IncubatorWarningTest {
     @Timeout(90)
     void aCommandTheUserWroteKeepsItsWarning() {
         // The same JVM flags in another order: the user's own command line, so the user's warning.
-        List<String> cmd = new ArrayList<>(List.of(LocalLauncher.javaBinary(), "--add-modules", "jdk.incubator.vector",
+        List<String> cmd = new ArrayList<>(List.of(JavaCommand.javaBinary(), "--add-modules", "jdk.incubator.vector",
                 "--enable-native-access=ALL-UNNAMED", "-cp", String.join(java.io.File.pathSeparator,
-                        LocalLauncher.ownClasspath()), KernelProbe.class.getName()));
-        assertFalse(LocalLauncher.isJcclJavaCommand(cmd));
+                        JavaCommand.ownClasspath()), KernelProbe.class.getName()));
+        assertFalse(JavaCommand.isJcclJavaCommand(cmd));
         Run r = launch(1, cmd);
         assertEquals(0, r.code(), () -> "exit code; stderr: " + r.err());
         assertTrue(r.err().contains("[0] " + WARNING), () -> "the user's warning is gone: " + r.err());
@@ -72,11 +72,11 @@ class IncubatorWarningTest {
 
     @Test
     void onlyTheFlagsJcclPutsFirstMarkItsOwnCommand() {
-        assertTrue(LocalLauncher.isJcclJavaCommand(LocalLauncher.javaCommand("com.example.Main")));
-        assertFalse(LocalLauncher.isJcclJavaCommand(List.of("sh", "-c", "java --add-modules jdk.incubator.vector X")));
-        assertFalse(LocalLauncher.isJcclJavaCommand(List.of(LocalLauncher.javaBinary(), "-cp", "x", "Main")));
+        assertTrue(JavaCommand.isJcclJavaCommand(LocalLauncher.javaCommand("com.example.Main")));
+        assertFalse(JavaCommand.isJcclJavaCommand(List.of("sh", "-c", "java --add-modules jdk.incubator.vector X")));
+        assertFalse(JavaCommand.isJcclJavaCommand(List.of(JavaCommand.javaBinary(), "-cp", "x", "Main")));
         // The flags alone, with nothing to run, are not a command.
-        assertFalse(LocalLauncher.isJcclJavaCommand(LocalLauncher.javaCommand("M").subList(0, 4)));
+        assertFalse(JavaCommand.isJcclJavaCommand(LocalLauncher.javaCommand("M").subList(0, 4)));
     }
 
     @Test
@@ -94,6 +94,6 @@ class IncubatorWarningTest {
             j.flush();
         }
         assertEquals(List.of(lib.resolve("jccl-core-0.2.0.jar"), classes, classes),
-                LocalLauncher.manifestClassPath(jar));
+                JavaCommand.manifestClassPath(jar));
     }
 }

@@ -31,20 +31,20 @@ class LauncherBindingTest {
     @Test
     void aPlanBecomesTasksetWithItsCpuList() {
         CpuBinding.Plan node = CpuBinding.plan(CpuBinding.Mode.CORE, null, Map.of(), 2, List.of(4, 5)).get(1);
-        assertEquals(List.of("/usr/bin/taskset", "-c", "5", "sh", "-c", "true"), LocalLauncher.bound(CMD, node, "/usr/bin/taskset"));
+        assertEquals(List.of("/usr/bin/taskset", "-c", "5", "sh", "-c", "true"), RankBinding.bound(CMD, node, "/usr/bin/taskset"));
         CpuBinding.Plan many = new CpuBinding.Plan(CpuBinding.parse("0-55,112-167"), "test");
-        assertEquals(List.of("t", "-c", "0-55,112-167", "sh", "-c", "true"), LocalLauncher.bound(CMD, many, "t"));
-        assertEquals(CMD, LocalLauncher.bound(CMD, many, null), "no taskset: no binding");
-        assertEquals(CMD, LocalLauncher.bound(CMD, new CpuBinding.Plan(List.of(), "none"), "t"));
+        assertEquals(List.of("t", "-c", "0-55,112-167", "sh", "-c", "true"), RankBinding.bound(CMD, many, "t"));
+        assertEquals(CMD, RankBinding.bound(CMD, many, null), "no taskset: no binding");
+        assertEquals(CMD, RankBinding.bound(CMD, new CpuBinding.Plan(List.of(), "none"), "t"));
         // On a host without GPUs auto gives each rank a core when there are enough (the CPU rule).
-        List<CpuBinding.Plan> auto = LocalLauncher.plans(LocalLauncher.Binding.AUTO, 2, Map.of("JCCL_TOPO_FILE", "/nonexistent/x.json"),
+        List<CpuBinding.Plan> auto = RankBinding.plans(LocalLauncher.Binding.AUTO, 2, Map.of("JCCL_TOPO_FILE", "/nonexistent/x.json"),
                 List.of(4, 5));
         assertEquals(List.of("4", "5"), auto.stream().map(CpuBinding.Plan::cpuList).toList(), "an unreadable topology: CPU ranks");
     }
 
     @Test
     void allowedCpusAreThisProcesssAffinity() {
-        List<Integer> cpus = LocalLauncher.allowedCpus();
+        List<Integer> cpus = RankBinding.allowedCpus();
         assertTrue(!cpus.isEmpty() && cpus.size() <= Runtime.getRuntime().availableProcessors() + 64, "cpus " + cpus);
     }
 
@@ -53,7 +53,7 @@ class LauncherBindingTest {
     void boundRanksReallyRunOnDistinctCpus() {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/taskset")) || Files.isExecutable(Path.of("/bin/taskset")),
                 "taskset not installed (Debian package util-linux)");
-        List<Integer> cpus = LocalLauncher.allowedCpus();
+        List<Integer> cpus = RankBinding.allowedCpus();
         int np = Math.min(2, cpus.size());
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8);
@@ -86,7 +86,7 @@ class LauncherBindingTest {
     void autoReallyBindsGpuRanksToTheirGpusNode() {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/taskset")) || Files.isExecutable(Path.of("/bin/taskset")),
                 "taskset not installed (Debian package util-linux)");
-        List<Integer> cpus = LocalLauncher.allowedCpus();
+        List<Integer> cpus = RankBinding.allowedCpus();
         assumeTrue(cpus.size() >= 2, "needs 2 allowed CPUs, this process has " + cpus);
         int first = cpus.get(0);
         int second = cpus.get(1);

@@ -206,7 +206,7 @@ class LocalLauncherTest {
         Map<String, String> extra = new HashMap<>();
         extra.put("JCCL_DEBUG", "INFO");
         extra.put("PATH", null);
-        LocalLauncher.applyRankEnvironment(env, "127.0.0.1:1234", "ab".repeat(16), 1, 4, extra);
+        RankEnvironment.apply(env, "127.0.0.1:1234", "ab".repeat(16), 1, 4, extra);
         assertEquals(Map.of("JCCL_COMM_ID", "127.0.0.1:1234", "JCCL_RANK", "1", "JCCL_WORLD_SIZE", "4",
                 "JCCL_LOCAL_RANK", "1", "JCCL_LOCAL_SIZE", "4", "JCCL_AUTH_TOKEN", "ab".repeat(16),
                 "JCCL_DEBUG", "INFO", "OMPI_MCA_btl", "self"), env);
@@ -217,7 +217,7 @@ class LocalLauncherTest {
     @Timeout(10)
     void javaCommandUsesThisJvmAndItsClasspath() {
         List<String> cmd = LocalLauncher.javaCommand("com.example.Main", "/opt/extra.jar");
-        assertEquals(LocalLauncher.javaBinary(), cmd.getFirst());
+        assertEquals(JavaCommand.javaBinary(), cmd.getFirst());
         assertEquals("--enable-native-access=ALL-UNNAMED", cmd.get(1));
         assertEquals("--add-modules", cmd.get(2));
         assertEquals("jdk.incubator.vector", cmd.get(3));
