@@ -1,12 +1,7 @@
 package org.jccl.examples;
 
-import static org.jccl.examples.CheckValues.GUARD;
-import static org.jccl.examples.CheckValues.POISON;
-
 import java.io.PrintStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -16,7 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
-import java.util.function.LongUnaryOperator;
 import org.jccl.Buffer;
 import org.jccl.Communicator;
 import org.jccl.Config;
@@ -61,6 +55,15 @@ import org.jccl.Work;
  *                     was found by and the channel that gave rank 0's address), and rank 0 names
  *                     every check as it starts
  * </pre>
+ *
+ * <p>Why it stays one file of about 800 lines: it is an example that users read. Each collective's
+ * check is one method (from {@code allReduce} to {@code dup}) that makes the call and then states
+ * the exact expectations for its output, its untouched input and its guard; a reader looking up one
+ * collective finds all of it in one place, in the order {@link Collective} lists them. The option
+ * types ({@link Collective}, {@link Memory}, {@link Selection}) stay nested because they are the
+ * program's API ({@code CollectiveCheck.Selection.parse}, {@link #run}), and the driver that walks
+ * the selection is short. The buffers, their poison and guards and the element comparisons are
+ * {@link CheckBuffers}.
  */
 public final class CollectiveCheck {
 
@@ -409,7 +412,7 @@ public final class CollectiveCheck {
     }
 
     /** Starts a check: numbers it (its data's salt), reports it, and gives it memory. */
-    private Mem begin(String what) {
+    private CheckBuffers begin(String what) {
         long id = checks++;
         if (sel.verbose() && rank == 0) {
             log.println("check " + id + ": " + what);
@@ -420,7 +423,7 @@ public final class CollectiveCheck {
             // A hash, not id % 2: consecutive checks differ only in the in-place flag, which must not pick the memory.
             case BOTH -> (CheckValues.mix(id) & 1) != 0;
         };
-        return new Mem(heap, id, what + (heap ? " heap" : " native") + " (check " + id + ")");
+        return new CheckBuffers(heap, id, what + (heap ? " heap" : " native") + " (check " + id + ")", rank, n);
     }
 
     private static String placement(boolean inPlace) {
@@ -430,7 +433,7 @@ public final class CollectiveCheck {
     // ------------------------------------------------------------------------------------------ collectives
 
     private void allReduce(DataType t, ReduceOp op, long count, boolean inPlace) {
-        try (Mem m = begin("allReduce " + t + " " + op + " count=" + count + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("allReduce " + t + " " + op + " count=" + count + " " + placement(inPlace))) {
             MemorySegment send = m.alloc(t, count);
             MemorySegment recv = inPlace ? send : m.alloc(t, count);
             m.fillInput(send, t, op, rank, 0, count);
@@ -444,7 +447,7 @@ public final class CollectiveCheck {
     }
 
     private void reduce(DataType t, ReduceOp op, long count, int root, boolean inPlace) {
-        try (Mem m = begin("reduce " + t + " " + op + " count=" + count + " root=" + root + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("reduce " + t + " " + op + " count=" + count + " root=" + root + " " + placement(inPlace))) {
             MemorySegment send = m.alloc(t, count);
             m.fillInput(send, t, op, rank, 0, count);
             MemorySegment recv = inPlace ? send : rank == root ? m.alloc(t, count) : null;
@@ -461,7 +464,7 @@ public final class CollectiveCheck {
     }
 
     private void reduceScatter(DataType t, ReduceOp op, long count, boolean inPlace) {
-        try (Mem m = begin("reduceScatter " + t + " " + op + " count=" + count + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("reduceScatter " + t + " " + op + " count=" + count + " " + placement(inPlace))) {
             long total = count * n;
             MemorySegment send = m.alloc(t, total);
             m.fillInput(send, t, op, rank, 0, total);
@@ -483,7 +486,7 @@ public final class CollectiveCheck {
     }
 
     private void broadcast(DataType t, long count, int root, boolean inPlace) {
-        try (Mem m = begin("broadcast " + t + " count=" + count + " root=" + root + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("broadcast " + t + " count=" + count + " root=" + root + " " + placement(inPlace))) {
             int size = t.size();
             MemorySegment recv = m.alloc(t, count);
             MemorySegment send = null;
@@ -501,7 +504,7 @@ public final class CollectiveCheck {
     }
 
     private void allGather(DataType t, long count, boolean inPlace) {
-        try (Mem m = begin("allGather " + t + " count=" + count + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("allGather " + t + " count=" + count + " " + placement(inPlace))) {
             int size = t.size();
             MemorySegment recv = m.alloc(t, count * n);
             MemorySegment send = inPlace ? recv.asSlice(t.bytes(count * rank)) : m.alloc(t, count);
@@ -516,7 +519,7 @@ public final class CollectiveCheck {
     }
 
     private void allToAll(DataType t, long count, boolean inPlace) {
-        try (Mem m = begin("allToAll " + t + " count=" + count + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("allToAll " + t + " count=" + count + " " + placement(inPlace))) {
             int size = t.size();
             long total = count * n;
             MemorySegment send = m.alloc(t, total);
@@ -542,7 +545,7 @@ public final class CollectiveCheck {
     }
 
     private void allToAllv(DataType t, long count) {
-        try (Mem m = begin("allToAllv " + t + " count=" + count)) {
+        try (CheckBuffers m = begin("allToAllv " + t + " count=" + count)) {
             int size = t.size();
             long[] sc = new long[n];
             long[] sd = new long[n];
@@ -585,7 +588,7 @@ public final class CollectiveCheck {
     }
 
     private void gather(DataType t, long count, int root, boolean inPlace) {
-        try (Mem m = begin("gather " + t + " count=" + count + " root=" + root + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("gather " + t + " count=" + count + " root=" + root + " " + placement(inPlace))) {
             int size = t.size();
             long total = count * n;
             // Every rank passes a recv (the API uses it only on the root): a non-root's must stay untouched.
@@ -608,7 +611,7 @@ public final class CollectiveCheck {
     }
 
     private void scatter(DataType t, long count, int root, boolean inPlace) {
-        try (Mem m = begin("scatter " + t + " count=" + count + " root=" + root + " " + placement(inPlace))) {
+        try (CheckBuffers m = begin("scatter " + t + " count=" + count + " root=" + root + " " + placement(inPlace))) {
             int size = t.size();
             long total = count * n;
             // Every rank passes a send (the API reads it only on the root); only the root's holds data.
@@ -641,7 +644,7 @@ public final class CollectiveCheck {
      */
     private void barrier() {
         for (int holder : n == 1 ? new int[] {0} : new int[] {0, n - 1}) {
-            try (Mem m = begin("barrier, rank " + holder + " arrives " + BARRIER_HOLD.toMillis() + " ms late")) {
+            try (CheckBuffers m = begin("barrier, rank " + holder + " arrives " + BARRIER_HOLD.toMillis() + " ms late")) {
                 long t0 = System.nanoTime();
                 comm.barrier();
                 if (rank == holder) {
@@ -669,7 +672,7 @@ public final class CollectiveCheck {
      */
     @SuppressWarnings("try") // the group is used only through close(), which runs the batch: that is its API
     private void sendRecvRing(DataType t, long count, boolean viaAsync) {
-        try (Mem m = begin("send/recv ring (group, " + (viaAsync ? "async" : "blocking") + " calls) " + t + " count=" + count)) {
+        try (CheckBuffers m = begin("send/recv ring (group, " + (viaAsync ? "async" : "blocking") + " calls) " + t + " count=" + count)) {
             int size = t.size();
             int right = (rank + 1) % n;
             int left = (rank + n - 1) % n;
@@ -716,7 +719,7 @@ public final class CollectiveCheck {
         int color = rank % 2;
         long members = (n - color + 1) / 2; // ranks of this parity below n
         Communicator sub;
-        try (Mem m = begin("split into even and odd ranks, key = -rank")) {
+        try (CheckBuffers m = begin("split into even and odd ranks, key = -rank")) {
             sub = comm.split(color, n - rank);
             // Descending parent rank: this rank comes after every same-parity rank above it.
             int expectedRank = (n - 1 - rank) / 2;
@@ -747,7 +750,7 @@ public final class CollectiveCheck {
             sub.close();
         }
         if (n > 1) {
-            try (Mem m = begin("split with rank 0 passing SPLIT_NOCOLOR")) {
+            try (CheckBuffers m = begin("split with rank 0 passing SPLIT_NOCOLOR")) {
                 Communicator rest = comm.split(rank == 0 ? Communicator.SPLIT_NOCOLOR : 7, rank);
                 try {
                     if (rank == 0 ? rest != null : rest == null || rest.size() != n - 1 || rest.rank() != rank - 1) {
@@ -772,7 +775,7 @@ public final class CollectiveCheck {
      */
     private void dup() {
         Communicator d;
-        try (Mem m = begin("dup")) {
+        try (CheckBuffers m = begin("dup")) {
             d = comm.dup();
             if (d.rank() != rank || d.size() != n) {
                 throw m.fail("dup() gave rank " + d.rank() + " of " + d.size() + ", expected rank " + rank + " of " + n);
@@ -781,7 +784,7 @@ public final class CollectiveCheck {
         try {
             for (long count : sel.counts()) {
                 for (DataType t : types(Collective.DUP, 0, count)) {
-                    try (Mem m = begin("allReduce on the parent and its dup at once " + t + " count=" + count)) {
+                    try (CheckBuffers m = begin("allReduce on the parent and its dup at once " + t + " count=" + count)) {
                         MemorySegment a = m.alloc(t, count);
                         MemorySegment b = m.alloc(t, count);
                         // Different operators give the two communicators different data: swapped results would show.
@@ -819,118 +822,6 @@ public final class CollectiveCheck {
             return c;
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("count '" + s + "' is not a number");
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------ memory and comparison
-
-    /**
-     * The memory and data of one check: buffers (native memory of a shared arena, which jccl's
-     * operation thread may use, or heap arrays), each followed by a poisoned guard, and the check's
-     * salt, which makes its data differ from every other check's.
-     */
-    private final class Mem implements AutoCloseable {
-        final boolean heap;
-        final String what;
-        private final CheckValues values;
-        private final Arena arena;
-
-        Mem(boolean heap, long salt, String what) {
-            this.heap = heap;
-            this.what = what;
-            this.values = new CheckValues(salt, n);
-            this.arena = heap ? null : Arena.ofShared();
-        }
-
-        /** count elements of t plus the guard, all poisoned. */
-        MemorySegment alloc(DataType t, long count) {
-            long bytes = t.bytes(count) + GUARD;
-            MemorySegment s = heap ? MemorySegment.ofArray(new long[Math.toIntExact((bytes + 7) / 8)]).asSlice(0, bytes)
-                    : arena.allocate(bytes, 64);
-            s.fill(POISON);
-            return s;
-        }
-
-        long bits(int src, long index) {
-            return values.bits(src, index);
-        }
-
-        void fillBits(MemorySegment s, int size, int src, long first, long count) {
-            for (long i = 0; i < count; i++) {
-                CheckValues.putBits(s, size, i, values.bits(src, first + i));
-            }
-        }
-
-        void fillInput(MemorySegment s, DataType t, ReduceOp op, int r, long first, long count) {
-            int size = t.size();
-            for (long i = 0; i < count; i++) {
-                CheckValues.putBits(s, size, i, values.input(t, op, r, first + i));
-            }
-        }
-
-        void expectBits(MemorySegment s, int size, long count, LongUnaryOperator expected, String buffer) {
-            for (long i = 0; i < count; i++) {
-                long got = CheckValues.getBits(s, size, i);
-                long want = CheckValues.mask(size, expected.applyAsLong(i));
-                if (got != want) {
-                    throw fail(buffer + " element " + i + " is 0x" + Long.toHexString(got) + ", expected 0x" + Long.toHexString(want)
-                            + (got == CheckValues.mask(size, poisonBits()) ? " (never written)" : ""));
-                }
-            }
-        }
-
-        void expectReduced(MemorySegment s, DataType t, ReduceOp op, long first, long count, String buffer) {
-            int size = t.size();
-            for (long i = 0; i < count; i++) {
-                long got = CheckValues.getBits(s, size, i);
-                long want = values.reduced(t, op, first + i);
-                if (!CheckValues.same(t, got, want)) {
-                    throw fail(buffer + " element " + i + " is " + CheckValues.show(t, got) + ", expected " + CheckValues.show(t, want)
-                            + " (the " + op + " of element " + (first + i) + " over " + n + " ranks)");
-                }
-            }
-        }
-
-        void expectInputUnchanged(MemorySegment s, DataType t, ReduceOp op, int r, long first, long count) {
-            int size = t.size();
-            for (long i = 0; i < count; i++) {
-                long got = CheckValues.getBits(s, size, i);
-                long want = values.input(t, op, r, first + i);
-                if (got != want) {
-                    throw fail("send element " + (first + i) + " changed to " + CheckValues.show(t, got) + " from "
-                            + CheckValues.show(t, want) + ": an input of an out-of-place call must not be written");
-                }
-            }
-        }
-
-        /** Bytes [from, to) of s must still be poison. */
-        void expectPoison(MemorySegment s, long from, long to, String region) {
-            for (long o = from; o < to; o++) {
-                byte b = s.get(ValueLayout.JAVA_BYTE, o);
-                if (b != POISON) {
-                    throw fail(region + ": byte " + o + " was written (0x" + Integer.toHexString(b & 0xFF) + ")");
-                }
-            }
-        }
-
-        void expectGuard(MemorySegment s, DataType t, long count, String buffer) {
-            expectPoison(s, t.bytes(count), t.bytes(count) + GUARD, "the " + GUARD + " bytes after " + buffer + " (" + count
-                    + " elements)");
-        }
-
-        MismatchException fail(String detail) {
-            return new MismatchException(what + ", rank " + rank + " of " + n + ": " + detail);
-        }
-
-        private long poisonBits() {
-            return 0xA5A5_A5A5_A5A5_A5A5L;
-        }
-
-        @Override
-        public void close() {
-            if (arena != null) {
-                arena.close();
-            }
         }
     }
 }
