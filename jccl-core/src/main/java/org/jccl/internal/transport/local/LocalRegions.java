@@ -10,7 +10,8 @@ import java.util.HexFormat;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.jccl.spi.MemoryType;
+import org.jccl.internal.transport.AbstractRegisteredRegion;
+import org.jccl.internal.transport.AbstractRemoteRegion;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.RegisteredRegion;
 import org.jccl.spi.RemoteRegion;
@@ -149,7 +150,7 @@ final class LocalRegions {
 
     /** The checked copy of a put by {@code connection} (the one that unpacked {@code dst}). */
     P2pRequest put(Object connection, MemorySegment src, RemoteRegion dst, long dstOffset) {
-        if (!(dst instanceof Remote h) || h.connection != connection) {
+        if (!(dst instanceof Remote h) || !h.unpackedBy(connection)) {
             throw new IllegalArgumentException("rank " + ctx.rank() + ": a LOCAL put into " + (dst == null ? "null" : dst.describe())
                     + ", which was not unpacked on this connection: unpack the key on the connection to the rank that registered it");
         }
@@ -168,7 +169,7 @@ final class LocalRegions {
             throw deregistered(h);
         }
         try {
-            MemorySegment.copy(src, 0, r.segment, dstOffset, src.byteSize());
+            MemorySegment.copy(src, 0, r.memory(), dstOffset, src.byteSize());
         } catch (IllegalStateException closedUnderUs) {
             // The owner freed the memory while we copied (its arena's close won).
             IllegalStateException e = deregistered(h);
@@ -195,7 +196,7 @@ final class LocalRegions {
     /** Closes every handle unpacked by {@code connection}. */
     void closeRemotes(Object connection) {
         for (Remote h : remotes) {
-            if (h.connection == connection) {
+            if (h.unpackedBy(connection)) {
                 h.close();
             }
         }
@@ -215,74 +216,38 @@ final class LocalRegions {
     }
 
     /** A registered (or allocated) region of one rank. */
-    private static final class Region implements RegisteredRegion {
+    private static final class Region extends AbstractRegisteredRegion {
         final long id = NEXT_ID.incrementAndGet();
         final LocalRegions owner;
-        final MemorySegment segment;
         /** The arena of an allocated region (freed at close), null for the caller's memory. */
         final Arena arena;
-        volatile boolean open = true;
 
         Region(LocalRegions owner, MemorySegment segment, Arena arena) {
+            super(segment);
             this.owner = owner;
-            this.segment = segment;
             this.arena = arena;
         }
 
-        @Override
-        public long address() {
-            return segment.address();
+        /** The region's memory, open or not (a put's copy fails on it once an allocated region is freed). */
+        MemorySegment memory() {
+            return data;
         }
 
         @Override
-        public long length() {
-            return segment.byteSize();
-        }
-
-        @Override
-        public MemoryType type() {
-            return MemoryType.HOST;
-        }
-
-        @Override
-        public MemorySegment segment() {
-            requireOpen();
-            return segment;
-        }
-
-        @Override
-        public byte[] packedKey() {
-            requireOpen();
+        protected byte[] packKey() {
             ByteBuffer b = ByteBuffer.allocate(KEY_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-            b.putInt(KEY_MAGIC).put(JVM_ID).putLong(id).putInt(owner.ctx.rank()).putLong(segment.byteSize());
+            b.putInt(KEY_MAGIC).put(JVM_ID).putLong(id).putInt(owner.ctx.rank()).putLong(data.byteSize());
             return b.array();
-        }
-
-        private void requireOpen() {
-            if (!open) {
-                throw new IllegalStateException(describe() + " is deregistered");
-            }
-        }
-
-        @Override
-        public boolean isOpen() {
-            return open;
         }
 
         @Override
         public String describe() {
-            return "LOCAL region #" + id + " of rank " + owner.ctx.rank() + " (" + segment.byteSize() + " B" + (arena != null ? ", allocated" : "")
+            return "LOCAL region #" + id + " of rank " + owner.ctx.rank() + " (" + data.byteSize() + " B" + (arena != null ? ", allocated" : "")
                     + ")";
         }
 
         @Override
-        public void close() {
-            synchronized (this) {
-                if (!open) {
-                    return;
-                }
-                open = false;
-            }
+        protected void deregistered() {
             REGISTRY.remove(id, this);
             owner.regions.remove(this);
             if (arena != null) {
@@ -293,60 +258,25 @@ final class LocalRegions {
                 }
             }
         }
-
-        @Override
-        public String toString() {
-            return describe();
-        }
     }
 
     /** A peer's region as one connection sees it. */
-    private final class Remote implements RemoteRegion {
+    private final class Remote extends AbstractRemoteRegion {
         final Region region;
-        final Object connection;
-        final int peer;
-        volatile boolean open = true;
 
         Remote(Region region, Object connection, int peer) {
+            super(connection, peer, region.length());
             this.region = region;
-            this.connection = connection;
-            this.peer = peer;
-        }
-
-        @Override
-        public int owner() {
-            return peer;
-        }
-
-        @Override
-        public long length() {
-            return region.segment.byteSize();
-        }
-
-        @Override
-        public MemoryType type() {
-            return MemoryType.HOST;
-        }
-
-        @Override
-        public boolean isOpen() {
-            return open;
         }
 
         @Override
         public String describe() {
-            return "rank " + peer + "'s LOCAL region #" + region.id + " (" + region.segment.byteSize() + " B)";
+            return "rank " + owner() + "'s LOCAL region #" + region.id + " (" + region.length() + " B)";
         }
 
         @Override
-        public void close() {
-            open = false;
+        protected void released() {
             remotes.remove(this);
-        }
-
-        @Override
-        public String toString() {
-            return describe();
         }
     }
 }

@@ -22,7 +22,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jccl.ResourceException;
 import org.jccl.internal.log.Log;
-import org.jccl.spi.MemoryType;
+import org.jccl.internal.transport.AbstractRegisteredRegion;
+import org.jccl.internal.transport.AbstractRemoteRegion;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.RegisteredRegion;
@@ -221,7 +222,7 @@ final class ShmRegions {
 
     /** The checked copy of a put by {@code connection} (the one that unpacked {@code dst}). */
     P2pRequest put(Object connection, MemorySegment src, RemoteRegion dst, long dstOffset) {
-        if (!(dst instanceof Remote h) || h.connection != connection) {
+        if (!(dst instanceof Remote h) || !h.unpackedBy(connection)) {
             throw new IllegalArgumentException("rank " + rank + ": an SHM put into " + (dst == null ? "null" : dst.describe())
                     + ", which was not unpacked on this connection: unpack the key on the connection to the rank that registered it");
         }
@@ -264,7 +265,7 @@ final class ShmRegions {
         }
         for (Mapping m : ms) {
             for (Remote h : m.handles.toArray(Remote[]::new)) {
-                if (h.connection == connection) {
+                if (h.unpackedBy(connection)) {
                     h.close();
                 }
             }
@@ -287,7 +288,7 @@ final class ShmRegions {
         }
         for (Mapping m : ms) {
             for (Remote h : m.handles.toArray(Remote[]::new)) {
-                h.open = false;
+                h.invalidate();
             }
             unmap(m);
         }
@@ -367,83 +368,40 @@ final class ShmRegions {
     }
 
     /** One region this rank allocated. */
-    private final class Region implements RegisteredRegion {
+    private final class Region extends AbstractRegisteredRegion {
         final int number;
         final Path path;
         final MemorySegment file;
-        final MemorySegment data;
         final Arena arena;
-        final long length;
         final long token;
-        volatile boolean open = true;
 
         Region(int number, Path path, MemorySegment file, Arena arena, long length, long token) {
+            super(file.asSlice(ShmRegionDescriptor.DATA_OFFSET, length));
             this.number = number;
             this.path = path;
             this.file = file;
-            this.data = file.asSlice(ShmRegionDescriptor.DATA_OFFSET, length);
             this.arena = arena;
-            this.length = length;
             this.token = token;
         }
 
         @Override
-        public long address() {
-            return data.address();
-        }
-
-        @Override
-        public long length() {
-            return length;
-        }
-
-        @Override
-        public MemoryType type() {
-            return MemoryType.HOST;
-        }
-
-        @Override
-        public MemorySegment segment() {
-            requireOpenRegion();
-            return data;
-        }
-
-        @Override
-        public byte[] packedKey() {
-            requireOpenRegion();
+        protected byte[] packKey() {
             byte[] host = ctx.peer(rank).hostHash().getBytes(StandardCharsets.UTF_8);
             byte[] name = path.getFileName().toString().getBytes(StandardCharsets.UTF_8);
             ByteBuffer b = ByteBuffer.allocate(4 + 4 + 16 + 8 + 8 + 8 + 4 + 2 + host.length + 2 + name.length).order(ByteOrder.LITTLE_ENDIAN);
-            b.putInt(KEY_MAGIC).putInt(rank).put(Arrays.copyOf(ctx.commId(), 16)).putLong(pid).putLong(token).putLong(length).putInt(number);
+            b.putInt(KEY_MAGIC).putInt(rank).put(Arrays.copyOf(ctx.commId(), 16)).putLong(pid).putLong(token).putLong(length()).putInt(number);
             b.putShort((short) host.length).put(host).putShort((short) name.length).put(name);
             return b.array();
         }
 
-        private void requireOpenRegion() {
-            if (!open) {
-                throw new IllegalStateException(describe() + " is deregistered");
-            }
-        }
-
-        @Override
-        public boolean isOpen() {
-            return open;
-        }
-
         @Override
         public String describe() {
-            return "SHM region #" + number + " of rank " + rank + " (" + length + " B, " + path + ")";
+            return "SHM region #" + number + " of rank " + rank + " (" + length() + " B, " + path + ")";
         }
 
         /** Marks the region deregistered for the peers, unlinks its file and unmaps it here. */
         @Override
-        public void close() {
-            synchronized (this) {
-                if (!open) {
-                    return;
-                }
-                open = false;
-            }
+        protected void deregistered() {
             regions.remove(this);
             try {
                 ShmRegionDescriptor.markDeregistered(file);
@@ -461,45 +419,18 @@ final class ShmRegions {
                 // closed already, or held by a native call (none of jccl's)
             }
         }
-
-        @Override
-        public String toString() {
-            return describe();
-        }
     }
 
     /** A peer's region as one connection of this rank sees it. */
-    private final class Remote implements RemoteRegion {
+    private final class Remote extends AbstractRemoteRegion {
         final Mapping mapping;
-        final Object connection;
         final ParsedKey key;
-        volatile boolean open = true;
 
         Remote(Mapping mapping, Object connection, ParsedKey key) {
+            super(connection, key.owner, key.length);
             this.mapping = mapping;
-            this.connection = connection;
             this.key = key;
             mapping.handles.add(this);
-        }
-
-        @Override
-        public int owner() {
-            return key.owner;
-        }
-
-        @Override
-        public long length() {
-            return key.length;
-        }
-
-        @Override
-        public MemoryType type() {
-            return MemoryType.HOST;
-        }
-
-        @Override
-        public boolean isOpen() {
-            return open;
         }
 
         @Override
@@ -508,20 +439,9 @@ final class ShmRegions {
         }
 
         @Override
-        public void close() {
-            synchronized (this) {
-                if (!open) {
-                    return;
-                }
-                open = false;
-            }
+        protected void released() {
             mapping.handles.remove(this);
             release(mapping);
-        }
-
-        @Override
-        public String toString() {
-            return describe();
         }
     }
 }
