@@ -55,6 +55,9 @@ public interface CollectiveProvider extends AutoCloseable {
         BARRIER
     }
 
+    /** What this provider is, for log lines ("SHM shared segment"). */
+    String describe();
+
     /**
      * Whether this provider takes calls of {@code kind} with this data type and operator ({@code type}
      * and {@code op} are null for {@link Collective#ALL_GATHER} and {@link Collective#BARRIER}). The same
