@@ -27,6 +27,9 @@ import org.jccl.PeerFailedException;
  */
 public interface CollectiveCall {
 
+    /** Bytes of a call's {@link #signature()}. */
+    int SIGNATURE_BYTES = 32;
+
     /** This rank in the communicator. */
     int rank();
 
@@ -59,7 +62,10 @@ public interface CollectiveCall {
     /** Compares {@code peer}'s guard word of this call with this rank's; throws the mismatch error when they differ (0 matches anything). */
     void checkGuard(int peer, long theirs);
 
-    /** The running call's signature ({@code JCCL_CHECK=1}; read only), to publish with this rank's data; null when not checked. */
+    /**
+     * The running call's signature ({@code JCCL_CHECK=1}; {@link #SIGNATURE_BYTES} bytes, read only), to publish with this
+     * rank's data; null when not checked.
+     */
     MemorySegment signature();
 
     /** Compares the signature {@code peer} published for this call with this rank's; throws the mismatch error when they differ. */
