@@ -48,7 +48,7 @@ import org.jccl.spi.CollectiveProvider;
  */
 public final class ShmCollectives implements CollectiveProvider {
     /** How often a waiting rank asks the OS whether a peer's process still exists. */
-    private final long LIVENESS_PERIOD_NANOS = ShmCollArea.LIVENESS_PERIOD_NANOS;
+    private static final long LIVENESS_PERIOD_NANOS = ShmCollArea.LIVENESS_PERIOD_NANOS;
 
     /**
      * Pure polling (no PAUSE) at the start of a wait; see {@link #awaitPeer}. Short: it covers the
@@ -56,7 +56,7 @@ public final class ShmCollectives implements CollectiveProvider {
      * back to PAUSE (should the two vCPUs be SMT siblings on the host, a PAUSE-less spin would slow the
      * peer's copy down).
      */
-    private final long HOT_SPIN_NANOS = 5_000;
+    private static final long HOT_SPIN_NANOS = 5_000;
 
     private final ShmCollArea a;
     /** The running call's guard word (0: none) and signature (null: none), published with every arrive and compared. */
