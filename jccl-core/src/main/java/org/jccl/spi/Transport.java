@@ -46,4 +46,19 @@ public interface Transport {
     default LinkCosts hostStageCosts() {
         return costs();
     }
+
+    /**
+     * This transport's own path for whole collectives on the communicator of {@code endpoint}, or null
+     * (the default: collectives run as point-to-point algorithms over its connections). The runtime asks
+     * only when every pair of ranks of the communicator uses this transport, once, after every endpoint's
+     * {@link Endpoint#prepare}, and closes the provider before the endpoint. Every rank must decide alike
+     * (a provider on every rank or on none; see {@link CollectiveProvider}).
+     *
+     * @param endpoint this transport's endpoint of the communicator, opened by {@link #open}
+     * @throws IOException when the transport offers a provider but cannot set it up (the communicator fails
+     *         to initialise, naming the cause)
+     */
+    default CollectiveProvider openCollectives(Endpoint endpoint) throws IOException {
+        return null;
+    }
 }

@@ -38,10 +38,10 @@ public interface TransportContext {
 
     /**
      * Called now and then (every few tens of milliseconds) by a transport whose {@code connect} or
-     * {@code prepare} blocks the operation thread waiting for a peer (a TCP acceptor waiting for the
+     * {@code prepare} blocks the thread running an operation waiting for a peer (a TCP acceptor waiting for the
      * lower rank's sockets): the runtime's mismatch guard asks for a comparison of every rank's call
      * when such a wait lasts, since ranks whose calls differ may never open the connection the other
-     * waits for. Operation thread only; the default does nothing.
+     * waits for. Called only by the thread running the operation; the default does nothing.
      */
     default void stillWaiting() {
     }

@@ -13,5 +13,7 @@
  * packed to bytes; {@link org.jccl.spi.RegistrationCache} for transports whose registration is costly)
  * and puts into peers' regions ({@link org.jccl.spi.RemoteRegion}, {@code Connection.put} and
  * {@code flush}); {@link org.jccl.spi.MemoryType} says which memory (host, CUDA device) it takes.
+ * A transport may also run whole collectives itself ({@link org.jccl.spi.CollectiveProvider}, with the
+ * runtime's side of each call in {@link org.jccl.spi.CollectiveCall}), chosen by its declared cost.
  */
 package org.jccl.spi;

@@ -4,6 +4,7 @@ import static com.tngtech.archunit.base.DescribedPredicate.not;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.belongToAnyOf;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -116,6 +117,40 @@ class LayeringTest {
     void theSpiIsBuiltOnTheApiAndTheJdkOnly() {
         classes().that().resideInAPackage("org.jccl.spi")
                 .should().onlyDependOnClassesThat().resideInAnyPackage("java..", "org.jccl", "org.jccl.spi")
+                .check(main);
+    }
+
+    /**
+     * The runtime's two doors to the built-in transports: CommunicatorFactory lists them (LocalTransport, ShmTransport,
+     * TcpTransport, beside those ServiceLoader finds), and Routing prices a transport that declares no costs as loopback TCP
+     * (TcpTransport.COSTS). Both use only those three classes.
+     */
+    private static final DescribedPredicate<JavaClass> TRANSPORT_LIST = new DescribedPredicate<>("CommunicatorFactory and Routing") {
+        @Override
+        public boolean test(JavaClass c) {
+            String n = c.getName();
+            return n.equals("org.jccl.internal.runtime.CommunicatorFactory") || n.startsWith("org.jccl.internal.runtime.CommunicatorFactory$")
+                    || n.equals("org.jccl.internal.runtime.Routing") || n.startsWith("org.jccl.internal.runtime.Routing$");
+        }
+    };
+
+    /**
+     * Issue 19, "the fast path goes around the SPI": algorithms and the runtime reach a transport only through
+     * org.jccl.spi (Transport, Endpoint, Connection, CollectiveProvider, ...), so a transport found by ServiceLoader
+     * gets everything a built-in one gets, its own collective path included. The one exception is the list of
+     * built-in transports and the price of an undeclared one ({@link #TRANSPORT_LIST}), which name the three
+     * Transport classes and nothing else of their packages.
+     */
+    @Test
+    void algorithmsAndTheRuntimeReachTransportsOnlyThroughTheSpi() {
+        noClasses().that().resideInAnyPackage("org.jccl.internal.algo", "org.jccl.internal.runtime", "org.jccl.internal.control")
+                .and(not(TRANSPORT_LIST))
+                .should().dependOnClassesThat().resideInAPackage("org.jccl.internal.transport..")
+                .check(main);
+        classes().that(TRANSPORT_LIST)
+                .should().onlyDependOnClassesThat(not(resideInAPackage("org.jccl.internal.transport.."))
+                        .or(belongToAnyOf(org.jccl.internal.transport.local.LocalTransport.class,
+                                org.jccl.internal.transport.shm.ShmTransport.class, org.jccl.internal.transport.tcp.TcpTransport.class)))
                 .check(main);
     }
 

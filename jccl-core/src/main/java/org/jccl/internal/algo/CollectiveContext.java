@@ -2,16 +2,20 @@ package org.jccl.internal.algo;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import org.jccl.internal.transport.shm.ShmCollArea;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
 import org.jccl.internal.tune.Hierarchy;
 import org.jccl.internal.tune.Tuner;
+import org.jccl.spi.CollectiveCall;
+import org.jccl.spi.CollectiveProvider;
 import org.jccl.spi.P2pRequest;
 
 /**
  * What a collective algorithm needs from the rank that runs it: its place among the ranks, posting
- * and awaiting messages, scratch memory, the cost model and the shared collective segment. The
+ * and awaiting messages, scratch memory, the cost model and the transport's collective provider. The
  * algorithms of this package are written against this interface only; the runtime implements it
- * (one per communicator, used on the operation thread only), so algorithms can be read and tested
+ * (one per communicator, used by the thread running the communicator's operation, the caller's or
+ * the operation thread, one at a time), so algorithms can be read and tested
  * without the runtime, and the runtime depends on them, never the other way round.
  */
 public interface CollectiveContext {
@@ -71,30 +75,16 @@ public interface CollectiveContext {
     long rdThreshold();
 
     /**
-     * The communicator's shared collective segment (every rank of the communicator on this host over
-     * SHM), or null; the same on every rank.
+     * The communicator's collective provider (a transport's own path for whole collectives, e.g. SHM's
+     * shared segment), or null, also inside a stage of a hierarchical collective; the same on every rank.
+     * Whether a call takes it is the tuner's choice ({@code Algo.SHARED}).
      */
-    ShmCollArea sharedArea();
+    CollectiveProvider provider();
 
     /**
-     * Waits until every peer's {@code arrive} word (or {@code reduced} word) in the shared collective
-     * segment has reached {@code round}, failing in bounded time when the communicator is aborted, a
-     * peer closed its communicator or a peer's process is gone.
+     * The runtime's side of a call through {@link #provider()} of this type and operator (null for
+     * all-gather and barrier), to pass to the provider at once; it first waits for what earlier calls
+     * still owe (their ring confirmations), so that a mismatch they show fails this call naming them.
      */
-    void awaitShared(ShmCollArea a, boolean reducedWord, long round);
-
-    /** {@link #awaitShared} for one peer {@code q}. */
-    void awaitSharedOne(ShmCollArea a, int q, boolean reducedWord, long round);
-
-    /**
-     * Counts an operation through the shared collective segment that moved {@code perPeer} bytes
-     * each way between this rank and every peer. Once per operation, never per round.
-     */
-    void countShared(long perPeer);
-
-    /**
-     * Counts a two-step all-reduce of {@code count} elements of {@code elementBytes} through the
-     * shared segment, in rounds of {@code perRound} elements cut into one slice per rank.
-     */
-    void countSharedSlices(long count, long perRound, int elementBytes);
+    CollectiveCall providerCall(DataType type, ReduceOp op);
 }

@@ -59,13 +59,14 @@ public final class Collectives {
             }
             return;
         }
-        Algo algo = chooseAllReduce(ctx, bytes);
+        Algo algo = chooseAllReduce(ctx, bytes, t, op);
         if (algo == Algo.HIER) {
             HierCollectives.allReduce(ctx, ctx.hierarchy(), s, r, count, t, op);
             return;
         }
         if (algo == Algo.SHARED) {
-            SharedCollectives.allReduce(ctx, ctx.sharedArea(), s, r, count, t, op);
+            ctx.provider().allReduce(ctx.providerCall(t, op), s, r, count, t, op);
+            Reductions.finishAvg(r, count, t, op, n);
             return;
         }
         if (algo == Algo.RING) {
@@ -90,8 +91,11 @@ public final class Collectives {
     private static final Algo[] ALLREDUCE_SHARED = {Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.SHARED};
     private static final Algo[] ALLREDUCE_HIER = {Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.HIER};
 
-    /** JCCL_RD_THRESHOLD, when set, splits rd from the rest; the tuner picks within what is left. */
-    private static Algo chooseAllReduce(CollectiveContext ctx, long bytes) {
+    /**
+     * JCCL_RD_THRESHOLD, when set, splits rd from the rest; the tuner picks within what is left, the collective
+     * provider among them when it takes this type and operator.
+     */
+    private static Algo chooseAllReduce(CollectiveContext ctx, long bytes, DataType t, ReduceOp op) {
         Tuner tu = ctx.tuner();
         long thr = ctx.rdThreshold();
         if (thr >= 0) {
@@ -106,7 +110,8 @@ public final class Collectives {
         if (ctx.hierarchy() != null) {
             return tu.chooseAllReduceCached(bytes, ALLREDUCE_HIER);
         }
-        return tu.sharedAvailable() ? tu.chooseAllReduceCached(bytes, ALLREDUCE_SHARED) : tu.chooseAllReduceCached(bytes, ALLREDUCE_P2P);
+        return tu.providerTakes(Coll.ALLREDUCE, t, op) ? tu.chooseAllReduceCached(bytes, ALLREDUCE_SHARED)
+                : tu.chooseAllReduceCached(bytes, ALLREDUCE_P2P);
     }
 
     /** Whether two staged segments are the same memory (staging makes them native). */
@@ -351,9 +356,9 @@ public final class Collectives {
         }
         // Bytes as the element type: the split is the same on every rank.
         Tuner tu = ctx.tuner();
-        if (tu.sharedAvailable()
+        if (tu.providerTakes(Coll.ALLGATHER, null, null)
                 && tu.choose(Coll.ALLGATHER, bytesPerRank * n, Algo.RING, Algo.RD, Algo.BRUCK, Algo.SHARED) == Algo.SHARED) {
-            SharedCollectives.allGather(ctx, ctx.sharedArea(), r, bytesPerRank);
+            ctx.provider().allGather(ctx.providerCall(null, null), r, bytesPerRank);
             return;
         }
         Algo algo = ctx.hierarchy() != null
@@ -491,8 +496,9 @@ public final class Collectives {
             HierCollectives.reduceScatter(ctx, ctx.hierarchy(), s, r, count, t, op);
             return;
         }
-        if (tu.sharedAvailable() && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.SHARED) == Algo.SHARED) {
-            SharedCollectives.reduceScatter(ctx, ctx.sharedArea(), s, r, count, t, op);
+        if (tu.providerTakes(Coll.REDUCESCATTER, t, op) && tu.choose(Coll.REDUCESCATTER, bytes * n, Algo.RING, Algo.SHARED) == Algo.SHARED) {
+            ctx.provider().reduceScatter(ctx.providerCall(t, op), s, r, count, t, op);
+            Reductions.finishAvg(r, count, t, op, n);
             return;
         }
         // Partial reductions go to scratch, so the caller's send buffer is left as it was.
@@ -808,11 +814,11 @@ public final class Collectives {
     /** Dissemination barrier: in round k every rank signals rank + 2^k and waits for rank - 2^k. */
     public static void barrier(CollectiveContext ctx) {
         Tuner tu = ctx.tuner();
-        if (tu.sharedAvailable() && tu.selector().allowed(Coll.BARRIER, Algo.SHARED)) {
+        if (tu.providerTakes(Coll.BARRIER, null, null) && tu.selector().allowed(Coll.BARRIER, Algo.SHARED)) {
             // The only barrier with a JCCL_ALGO name: chosen (and logged) through the tuner when
             // allowed; excluded, the barrier stays the dissemination one.
             tu.choose(Coll.BARRIER, 0, Algo.SHARED);
-            SharedCollectives.barrier(ctx, ctx.sharedArea());
+            ctx.provider().barrier(ctx.providerCall(null, null));
             return;
         }
         int n = ctx.size();

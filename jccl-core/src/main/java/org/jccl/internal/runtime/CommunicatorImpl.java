@@ -22,11 +22,11 @@ import org.jccl.internal.control.ControlPlane;
 import org.jccl.internal.control.Counters;
 import org.jccl.internal.control.FlightRecorder;
 import org.jccl.internal.log.Log;
-import org.jccl.internal.transport.shm.ShmCollArea;
 import org.jccl.internal.tune.AlgoSelector;
 import org.jccl.internal.tune.Hierarchy;
 import org.jccl.internal.tune.Tuner;
 import org.jccl.internal.util.ResourceLimits;
+import org.jccl.spi.CollectiveProvider;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.PeerInfo;
@@ -39,7 +39,7 @@ import org.jccl.spi.Transport;
  * issue order, on the caller's thread where it can (a blocking call with nothing pending, a thread
  * that joins a {@code Work}, a caller at the in-flight bound) and else on the communicator's
  * operation thread; {@link OpRunner} runs each one on the {@link OpContext} that algorithms see.
- * Each peer's transport and the shared segment are decided at creation ({@link Routing}).
+ * Each peer's transport and the collective provider are decided at creation ({@link Routing}).
  *
  * <p>Threading: public methods may be called from any thread; calls are serialised in the order
  * they reach the executor. Everything reached from {@link OpContext} runs under the executor's
@@ -64,7 +64,7 @@ public final class CommunicatorImpl implements Communicator {
     private final RuntimeSettings settings;
     private final PeerInfo[] peers;
     private final List<Transport> transports;
-    /** Each peer's transport, decided here at creation; the shared segment. */
+    /** Each peer's transport, decided here at creation; the collective provider. */
     private final Routing routing;
     private final TransportContextImpl transportContext;
     private final long chunkBytes;
@@ -122,14 +122,14 @@ public final class CommunicatorImpl implements Communicator {
         this.routing = new Routing(rank, this.peers, transports, endpoints, idShort());
         this.counters = new Counters(routing.peerTransports());
         this.recorder = new FlightRecorder(settings.flightRecorderSize());
-        ShmCollArea sharedArea = routing.sharedArea();
+        CollectiveProvider provider = routing.provider();
         this.tuner = new Tuner(algorithms, size, chunkBytes, Tuner.slowest(routing.pairTransports(), Tuner.model("none", Routing.UNDECLARED_COSTS)), rank,
-                sharedArea == null ? 0 : sharedArea.nearSlotBytes());
+                provider);
         this.hierarchy = Hierarchy.of(rank, peers, transports, Routing.UNDECLARED_COSTS, algorithms, chunkBytes);
         tuner.hierarchy(hierarchy);
         if (rank == 0 && Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
             Log.info(Log.Subsys.TUNING, rank, "comm " + idShort() + " " + size + " ranks: cost model of " + tuner.model()
-                    + (sharedArea != null ? "; shared collective segment: " + Tuner.SHARED : "")
+                    + (provider != null ? "; collective provider: " + provider : "")
                     + (hierarchy != null ? "; hierarchical collectives over " + hierarchy : ""));
         }
         this.ctx = new OpContext(this);
@@ -191,9 +191,9 @@ public final class CommunicatorImpl implements Communicator {
         return guardOn;
     }
 
-    /** The shared collective segment, or null (see {@link Routing#sharedArea}). */
-    ShmCollArea sharedArea() {
-        return routing.sharedArea();
+    /** The collective provider, or null (see {@link Routing#provider}). */
+    public org.jccl.spi.CollectiveProvider provider() {
+        return routing.provider();
     }
 
     // ------------------------------------------------------------------------------------------ identity

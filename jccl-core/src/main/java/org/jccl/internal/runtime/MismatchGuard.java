@@ -3,7 +3,6 @@ package org.jccl.internal.runtime;
 import org.jccl.ErrorCode;
 import org.jccl.JcclException;
 import org.jccl.internal.guard.OpGuard;
-import org.jccl.internal.transport.shm.ShmCollArea;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 
@@ -45,11 +44,6 @@ final class MismatchGuard {
         return Integer.highestOneBit((int) want - 1) << 1;
     }
 
-    /** Whether the running call's words are checked in the shared segment from {@code round} on. */
-    boolean sharedFrom(long round) {
-        return sharedGuardFrom != 0 && round >= sharedGuardFrom;
-    }
-
     /** JCCL_CHECK is not "none": every message, arrive and GPU record carries the running call's guard word. */
     private final boolean guardOn;
     /** The guard word ({@link OpGuard}) of the running call, carried by every message this rank posts; 0 when none. */
@@ -58,8 +52,6 @@ final class MismatchGuard {
     private long collIndex;
     /** Index of the running collective call, -1 when none runs. */
     long callIndex = -1;
-    /** First round of the running collective call in the shared segment (0: none), whose arrive lines carry its guard. */
-    long sharedGuardFrom;
     /**
      * How long a wait may find nothing to do before this rank asks the control plane to compare every
      * rank's guard of the running call (the backstop for mismatched calls that deadlock without any
@@ -87,7 +79,7 @@ final class MismatchGuard {
     /**
      * Starts call {@code op} (an operation, or a collective member of a group): its messages carry
      * {@code op}'s guard word from here on; a collective gets the next collective index (remembered
-     * with its guard for the control plane), its rounds in the shared segment carry the guard, and
+     * with its guard for the control plane; a collective provider's steps carry it too, see ProviderCall#guard), and
      * the calls of {@link OpGuard#needsConfirmation} get their ring confirmation ({@link RingConfirmations#confirm}).
      * {@code signed}: JCCL_CHECK=1 exchanges the call's full signature ({@link SignatureCheck#begin}), whose
      * ring replaces the confirmation.
@@ -114,11 +106,6 @@ final class MismatchGuard {
         guardHistoryIndex.setRelease(slot, -1);
         guardHistory.setRelease(slot, g);
         guardHistoryIndex.setRelease(slot, k);
-        ShmCollArea area = comm.sharedArea();
-        if (area != null) {
-            area.guard(g);
-            sharedGuardFrom = area.currentRound() + 1;
-        }
         // With JCCL_CHECK=1 the signature ring does this (and its signatures, first on those connections, say more).
         if (comm.size() > 1 && !signed && OpGuard.needsConfirmation(g)) {
             conf.confirm(g, k, op.seq);
@@ -129,7 +116,6 @@ final class MismatchGuard {
     void endCall() {
         conf.endCall();
         callIndex = -1;
-        sharedGuardFrom = 0;
     }
 
     /** Sets the guard word of what this rank posts next without starting a call (a group's sends and receives). */
@@ -145,7 +131,6 @@ final class MismatchGuard {
         outsideSince = 0;
         conf.progressed = false;
         callIndex = -1;
-        sharedGuardFrom = 0;
         guard = 0;
     }
 
@@ -350,13 +335,5 @@ final class MismatchGuard {
             }
         }
         return "";
-    }
-
-    /** Compares {@code q}'s guard word of {@code round} (read after its arrive) with this rank's call; see {@link ShmCollArea#guardOf}. */
-    void checkSharedGuard(ShmCollArea a, int q, long round) {
-        long g = a.guardOf(q);
-        if (((g ^ round) & 1) == 0 && OpGuard.mismatch(g & ~1L, guard)) {
-            throw guardMismatch(q, g & ~1L, guard);
-        }
     }
 }

@@ -11,14 +11,17 @@ import org.jccl.internal.algo.CollectiveContext;
 import org.jccl.internal.tune.AlgoSelector;
 import org.jccl.internal.tune.Hierarchy;
 import org.jccl.internal.tune.Tuner;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+import org.jccl.spi.CollectiveCall;
+import org.jccl.spi.CollectiveProvider;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
-import org.jccl.internal.transport.shm.ShmCollArea;
 
 /**
  * What algorithms see while an operation runs: point-to-point posts to any peer, waiting with
- * progress, the shared segment's waits, and scratch memory. Used only by the thread that holds the
+ * progress, the collective provider's calls ({@link ProviderCall}), and scratch memory. Used only by the thread that holds the
  * executor's execution lock (the caller running its own operations, or the operation thread): it is
  * the progress engine, there is no other thread moving bytes, so nothing here is synchronised.
  * Every message it posts carries the running call's guard word ({@link MismatchGuard}), after the
@@ -27,11 +30,11 @@ import org.jccl.internal.transport.shm.ShmCollArea;
  *
  * <p>Waiting follows one {@link Backoff}: spin briefly, then yield, then block in the selector of
  * the connections ({@link Links}; sockets wake it when bytes arrive, the in-JVM transport and
- * abort() through {@link #wake()}) or, in the shared segment, park: a rank whose peer is a few
+ * abort() through {@link #wake()}) or, in a collective provider, park: a rank whose peer is a few
  * microseconds behind reacts at once, while one waiting for a straggler uses no CPU.
  *
- * <p><b>Why about 610 lines in one class.</b> It is the one progress engine of a communicator: the
- * posts, the waits on connections and in the shared segment, the stage groups and the scratch all
+ * <p><b>One class.</b> It is the one progress engine of a communicator: the
+ * posts, the waits on connections, the stage groups and the scratch all
  * read and write the same per-operation state (the running {@link Op}, the group narrowing, the two
  * {@link Backoff}s, whether the clock was read) on the hot path, without locks, because one thread
  * at a time runs here. Split, the parts would share that state through a state object or
@@ -78,8 +81,8 @@ public final class OpContext implements CollectiveContext {
 
     /** The idle strategy of waits on connections: spin, yield, then block in the selector (1 ms doubling to 50 ms). */
     private final Backoff linkBackoff;
-    /** The idle strategy of waits in the shared segment: spin (pure for HOT_SPIN_NANOS), yield, then park 2 us doubling to 1 ms. */
-    private final Backoff sharedBackoff;
+    /** The runtime's side of calls through the collective provider, with the idle strategy of their waits. */
+    private final ProviderCall providerCall;
     /** Whether the current wait on connections has looked for other communicators' late operations. */
     private boolean linkNudged;
     /** The mismatch guard, its ring confirmations, and the JCCL_CHECK=1 signatures of the running call. */
@@ -107,10 +110,9 @@ public final class OpContext implements CollectiveContext {
         boolean oversubscribed = comm.localRanks() > HOST_CPUS;
         this.linkBackoff = new Backoff(spin, yield, spinYield, 0, oversubscribed, 1_000_000L, MAX_BLOCK_MILLIS * 1_000_000L,
                 nanos -> links.block(nanos, this::progress, comm.routing()::armWakeFds));
-        // Every rank of a shared segment is on this host: more of them than CPUs means the rank we wait for may be
-        // waiting for our core.
-        this.sharedBackoff = new Backoff(spin, yield, spinYield, HOT_SPIN_NANOS, oversubscribed, 2_000L, 1_000_000L, Backoff.PARK);
         this.counters = comm.counters();
+        this.providerCall = new ProviderCall(comm, this, guard, conf, sig, counters,
+                new Backoff(spin, yield, spinYield, ProviderCall.HOT_SPIN_NANOS, oversubscribed, 2_000L, 1_000_000L, Backoff.PARK));
     }
 
     /**
@@ -231,185 +233,35 @@ public final class OpContext implements CollectiveContext {
     }
 
 
-    /**
-     * The communicator's shared collective segment (every rank of the communicator on this host over
-     * SHM), or null; the same on every rank.
-     */
+    /** The communicator's collective provider, or null (always inside a stage of a hierarchical collective); the same on every rank. */
     @Override
-    public ShmCollArea sharedArea() {
-        if (group != null) {
-            return null;
-        }
+    public CollectiveProvider provider() {
+        return group == null ? comm.provider() : null;
+    }
+
+    @Override
+    public CollectiveCall providerCall(DataType type, ReduceOp op) {
         if (!conf.empty()) {
-            // A collective through the shared segment meets no message that comes after the earlier calls' ring
-            // confirmations: it waits for them before its first arrive, so that a mismatch they show fails it (with
-            // the calls named) rather than a round of it. Every rank of the segment is in this call, and each hands
-            // its confirmations here (or while it waits).
+            // A collective through the provider meets no message that comes after the earlier calls' ring
+            // confirmations: it waits for them before its first step, so that a mismatch they show fails it (with
+            // the calls named) rather than a step of it. Every rank of the communicator is in this call, and each
+            // hands its confirmations here (or while it waits).
             conf.awaitEarlier(guard.callIndex);
         }
-        return comm.sharedArea();
+        return providerCall.of(type, op);
     }
 
-    /**
-     * Waits until every peer's {@code arrive} word (or {@code reduced} word) in the shared collective
-     * segment has reached {@code round}. The common case, peers already there, is one acquire load
-     * per peer. Otherwise the idle strategy of {@link #await}: spin ({@code JCCL_IDLE_SPIN_US}), then
-     * yield ({@code JCCL_IDLE_YIELD_US}), then park in growing steps of at most 1 ms (nothing can ring
-     * a parked rank awake here, so a straggler is noticed within 1 ms). Throughout it fails, in
-     * bounded time, when the communicator is aborted, a peer closed its communicator, or a peer's
-     * process is gone (checked every 50 ms).
-     */
-    @Override
-    public void awaitShared(ShmCollArea a, boolean reducedWord, long round) {
-        int n = a.ranks();
-        int me = a.rank();
-        for (int q = 0; q < n; q++) {
-            if (q != me && word(a, q, reducedWord) < round) {
-                awaitSharedPeer(a, q, reducedWord, round);
-            }
-            if (!reducedWord && q != me && sig.sharedFrom(round)) {
-                sig.verifyShared(a, q, round);
-            }
-            if (!reducedWord && q != me && guard.sharedFrom(round)) {
-                guard.checkSharedGuard(a, q, round);
-            }
-        }
-    }
-
-    /** {@link #awaitShared} for one peer {@code q}. */
-    @Override
-    public void awaitSharedOne(ShmCollArea a, int q, boolean reducedWord, long round) {
-        if (word(a, q, reducedWord) < round) {
-            awaitSharedPeer(a, q, reducedWord, round);
-        }
-        if (!reducedWord && sig.sharedFrom(round)) {
-            sig.verifyShared(a, q, round);
-        }
-        if (!reducedWord && guard.sharedFrom(round)) {
-            guard.checkSharedGuard(a, q, round);
-        }
-    }
-
-    /**
-     * Pure polling (no PAUSE) at the start of a wait in the shared segment; see {@link #awaitSharedPeer}.
-     * Short: it covers the sub-microsecond waits of small operations, while a rank that waits for a
-     * peer busy copying goes back to PAUSE (should the two vCPUs be SMT siblings on the host, a
-     * PAUSE-less spin would slow the peer's copy down).
-     */
-    private static final long HOT_SPIN_NANOS = 5_000;
-
-    private static long word(ShmCollArea a, int q, boolean reducedWord) {
-        return reducedWord ? a.reducedOf(q) : a.arrivedOf(q);
-    }
-
-    private void awaitSharedPeer(ShmCollArea a, int q, boolean reducedWord, long round) {
-        // The clock (System.nanoTime, ~25 ns here) is first read at the first check, after 31 polls:
-        // most waits of small operations end before, and a read at the start would delay noticing
-        // the peer's arrive by as much.
-        Backoff idle = sharedBackoff;
-        long nextLiveness = 0;
-        boolean timed = false;
-        boolean nudged = false;
-        int spins = 0;
-        boolean polite = false;
-        long probeAt = MismatchGuard.GUARD_PROBE_NANOS;
-        while (word(a, q, reducedWord) < round) {
-            comm.checkNotAborted(current);
-            if ((++spins & 31) != 0) {
-                // No PAUSE (Thread.onSpinWait) for the first HOT_SPIN_NANOS: under KVM a PAUSE loop
-                // can make the hypervisor deschedule the vCPU (pause-loop exiting), and measured on
-                // the 2-core VM a cache-line round trip between two processes took 0.5-1.4 us with
-                // it and 0.16 us without. Past that, peers are late anyway and PAUSE is polite.
-                if (polite) {
-                    Thread.onSpinWait();
-                }
-                continue;
-            }
-            if (sig.awaiting()) {
-                progress();
-                sig.poll();
-            } else if (!conf.empty()) {
-                progress(); // confirmations of earlier calls move while this rank waits in the segment
-            }
-            if (a.closedBy(q)) {
-                // The peer stores its words before its closed state: re-read before blaming it.
-                if (word(a, q, reducedWord) >= round) {
-                    return;
-                }
-                throw peerFailed(q, new IOException(a.closedMessage(q)));
-            }
-            long now = System.nanoTime();
-            if (!timed) {
-                timed = true;
-                stamp(now);
-                idle.reset(now);
-                nextLiveness = now + 50_000_000L;
-            }
-            if (now - nextLiveness >= 0) {
-                nextLiveness = now + 50_000_000L;
-                String gone = a.processGone(q);
-                if (gone != null && word(a, q, reducedWord) < round) {
-                    throw peerFailed(q, new IOException(gone));
-                }
-            }
-            long waited = idle.waited(now);
-            if (waited >= RingConfirmations.HAND_AFTER_NANOS && conf.anyHeld()) {
-                conf.handAll();
-            }
-            if (waited >= probeAt) {
-                probeAt += MismatchGuard.GUARD_PROBE_NANOS;
-                guard.probeGuard();
-            }
-            if (!nudged && waited >= NUDGE_AFTER_NANOS) {
-                nudged = true;
-                Executor.nudgeLate(NUDGE_AFTER_NANOS);
-            }
-            polite = waited > HOT_SPIN_NANOS;
-            idle.idle(now);
-        }
+    /** The running operation, null between operations. */
+    Op current() {
+        return current;
     }
 
     /** The current operation's first clock read while waiting: its times in the flight recorder (FlightRecorder's class comment). */
-    private void stamp(long now) {
+    void stamp(long now) {
         if (!stamped && current != null) {
             stamped = true;
             comm.flightRecorder().stamp(current.seq, now);
         }
-    }
-
-    /**
-     * Counts an operation through the shared collective segment that moved {@code perPeer} bytes
-     * each way between this rank and every peer (a peer reads that much out of this rank's area,
-     * this rank as much out of each peer's). Once per operation, never per round.
-     */
-    @Override
-    public void countShared(long perPeer) {
-        counters.shared(rank(), perPeer);
-    }
-
-    /**
-     * Counts a two-step all-reduce of {@code count} elements of {@code elementBytes} through the
-     * shared segment, in rounds of {@code perRound} elements cut into one slice per rank: per round a
-     * peer reads its slice out of this rank's area and this rank's reduced slice, and this rank reads
-     * as much from it, so each pair moves (its slice + this rank's slice) each way.
-     */
-    @Override
-    public void countSharedSlices(long count, long perRound, int elementBytes) {
-        int n = size();
-        int me = rank();
-        long full = count / perRound;
-        long last = count % perRound;
-        for (int q = 0; q < n; q++) {
-            if (q != me) {
-                long elems = full * (slice(perRound, n, q) + slice(perRound, n, me)) + (last == 0 ? 0 : slice(last, n, q) + slice(last, n, me));
-                counters.sharedWith(q, elems * elementBytes);
-            }
-        }
-    }
-
-    /** Elements of rank q's slice when {@code len} elements are cut into n slices, the first len % n one longer. */
-    private static long slice(long len, int n, int q) {
-        return len / n + (q < len % n ? 1 : 0);
     }
 
     /** Posts a send of {@code src} to {@code peer}; src must stay unchanged until the request is done. */

@@ -26,7 +26,7 @@ import org.jccl.internal.guard.OpGuard;
  * calls legitimately differ between ranks).
  */
 final class OpSignature {
-    static final int BYTES = 32;
+    static final int BYTES = org.jccl.spi.CollectiveCall.SIGNATURE_BYTES;
     /** "JSG1" */
     private static final int MAGIC = 0x3147534a;
 

@@ -6,7 +6,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Consumer;
@@ -17,10 +16,9 @@ import org.jccl.JcclTimeoutException;
 import org.jccl.PeerFailedException;
 import org.jccl.ResourceException;
 import org.jccl.internal.log.Log;
-import org.jccl.internal.transport.shm.ShmCollArea;
-import org.jccl.internal.transport.shm.ShmTransport;
 import org.jccl.internal.transport.tcp.TcpTransport;
 import org.jccl.internal.util.ResourceLimits;
+import org.jccl.spi.CollectiveProvider;
 import org.jccl.spi.Connection;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.LinkCosts;
@@ -31,8 +29,9 @@ import org.jccl.spi.Transport;
  * Which transport carries this rank's messages to each peer, decided once when the communicator is
  * made: for each peer the first enabled transport (in priority order) whose {@code canConnect}
  * accepts the pair. Also what follows from the whole peer table alone, the same on every rank: the
- * transports any pair uses (for the tuner), and the shared collective segment when every pair uses
- * SHM. Opens connections on first use and closes the endpoints.
+ * transports any pair uses (for the tuner), and the collective provider of the transport every pair
+ * uses, when it offers one (SHM's shared collective segment). Opens connections on first use and
+ * closes the provider and the endpoints.
  */
 final class Routing {
     private final int rank;
@@ -45,13 +44,13 @@ final class Routing {
     /** What collectives travel on ("TCP", "SHM+TCP"): for the flight recorder and JFR. */
     private final String collTransport;
     private final Map<String, LinkCosts> pairTransports;
-    /** The shared collective segment when every pair of ranks uses SHM (and rank 0 asked for one), else null. */
-    private final ShmCollArea sharedArea;
+    /** The collective provider of the transport every pair of ranks uses, when it offers one, else null. */
+    private final CollectiveProvider provider;
     private boolean released;
 
     /**
-     * Routes every peer, lets every endpoint reserve what its peers need and opens the shared
-     * segment where there is one.
+     * Routes every peer, lets every endpoint reserve what its peers need and opens the collective
+     * provider where there is one.
      *
      * @throws JcclException naming the peer when no enabled transport can reach it
      */
@@ -88,7 +87,7 @@ final class Routing {
         this.collTransport = String.join("+", new TreeSet<>(Arrays.stream(peerTransport).filter(Objects::nonNull).toList()));
         this.pairTransports = pairTransports(transports, peers, rank);
         prepareEndpoints();
-        this.sharedArea = openSharedArea();
+        this.provider = openProvider();
     }
 
     /**
@@ -145,21 +144,24 @@ final class Routing {
     }
 
     /**
-     * The shared collective segment, when every pair of ranks uses SHM: each rank derives that from
-     * the same peer table, so either every rank maps it or none does (their algorithm choices, and
-     * hence their message sequences, depend on it).
+     * The collective provider (Transport#openCollectives) of transport T, when every pair of ranks uses
+     * T: each rank derives that from the same peer table, so either every rank asks T or none does, and
+     * T answers alike on every rank (a provider on all of them or on none; SHM's shared segment follows
+     * rank 0's published JCCL_SHM_COLL_BUFFER): their algorithm choices, and hence their message
+     * sequences, depend on it.
      */
-    private ShmCollArea openSharedArea() {
-        if (size < 2 || !pairTransports.keySet().equals(Set.of(ShmTransport.NAME))) {
+    private CollectiveProvider openProvider() {
+        if (size < 2 || pairTransports.size() != 1) {
             return null;
         }
+        String only = pairTransports.keySet().iterator().next();
         for (Map.Entry<Transport, Endpoint> e : endpoints.entrySet()) {
-            if (e.getKey().name().equals(ShmTransport.NAME)) {
+            if (e.getKey().name().equals(only)) {
                 try {
-                    return ShmTransport.openCollArea(e.getValue());
+                    return e.getKey().openCollectives(e.getValue());
                 } catch (IOException ex) {
-                    throw new ResourceException("rank " + rank + ": cannot set up the shared collective segment of communicator "
-                            + idShort + ": " + ex.getMessage(), ex);
+                    throw new ResourceException("rank " + rank + ": cannot set up the collectives of the " + only + " transport ("
+                            + "Transport.openCollectives) of communicator " + idShort + ": " + ex.getMessage(), ex);
                 }
             }
         }
@@ -176,8 +178,9 @@ final class Routing {
         return pairTransports;
     }
 
-    ShmCollArea sharedArea() {
-        return sharedArea;
+    /** The collective provider, or null (see {@link #openProvider}). */
+    CollectiveProvider provider() {
+        return provider;
     }
 
     /** The name of the transport chosen for {@code peer} ("SHM", "TCP", ...), null for this rank itself. */
@@ -255,13 +258,23 @@ final class Routing {
         return true;
     }
 
-    /** Closes every endpoint once (abort and close both call it), after stopping the watchers of their descriptors; any thread. */
+    /**
+     * Closes the collective provider, then every endpoint, once (abort and close both call it), after stopping the watchers of
+     * their descriptors; any thread.
+     */
     void releaseEndpoints() {
         synchronized (this) {
             if (released) {
                 return;
             }
             released = true;
+        }
+        if (provider != null) {
+            try {
+                provider.close();
+            } catch (RuntimeException ex) {
+                Log.warn(Log.Subsys.NET, rank, "closing the collective provider " + provider.describe() + " failed: " + ex);
+            }
         }
         for (FdWaker w : fdWakers) {
             w.close();

@@ -5,14 +5,14 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import org.jccl.ErrorCode;
-import org.jccl.internal.transport.shm.ShmCollArea;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 
 /**
  * The full signature check of {@code JCCL_CHECK=1} ({@link OpSignature}): every collective's
  * signature travels ahead of its first message on each connection it uses and around the ring
- * (and with every arrive of the shared segment), and is compared as it arrives. Used by the thread
+ * (and with every step of a collective provider that carries it, e.g. the shared segment's arrives), and is compared as it
+ * arrives. Used by the thread
  * running operations.
  */
 final class SignatureCheck {
@@ -69,12 +69,6 @@ final class SignatureCheck {
         }
         OpSignature.encode(op, seq, sigMine);
         signing = seq + 1;
-        ShmCollArea area = comm.sharedArea();
-        if (area != null) {
-            // Collectives through the shared segment send no messages: the signature travels with every arrive.
-            area.sign(sigMine);
-            sharedSigFrom = area.currentRound() + 1;
-        }
         signFrom((comm.rank() + n - 1) % n);
         signTo((comm.rank() + 1) % n);
     }
@@ -112,16 +106,18 @@ final class SignatureCheck {
         return !sigRecvs.isEmpty();
     }
 
-    /** Whether {@code round} of the shared segment belongs to the running checked collective. */
-    boolean sharedFrom(long round) {
-        return sharedSigFrom != 0 && round >= sharedSigFrom;
+    /**
+     * This rank's signature of the running checked collective, null when none runs: collectives through a provider send no
+     * messages, so the provider publishes it with its steps (ProviderCall#signature).
+     */
+    MemorySegment signature() {
+        return signing != 0 ? sigMine : null;
     }
 
     /** The operation ended (or failed): forgets the running check. */
     void reset() {
         if (signing != 0) {
             signing = 0;
-            stopSharedSigning();
             sigSends.clear();
             sigPeers.clear();
             sigRecvs.clear();
@@ -161,17 +157,6 @@ final class SignatureCheck {
         }
         sigSends.clear();
         signing = 0;
-        stopSharedSigning();
-    }
-
-    private void stopSharedSigning() {
-        if (sharedSigFrom != 0) {
-            sharedSigFrom = 0;
-            ShmCollArea area = comm.sharedArea();
-            if (area != null) {
-                area.sign(null);
-            }
-        }
     }
 
     /** Compares the signatures that arrived with this rank's; throws the first mismatch. Cheap when none is pending. */
@@ -205,12 +190,8 @@ final class SignatureCheck {
         }
     }
 
-    /** First round of the running checked collective in the shared segment (0: none); see {@link #begin}. */
-    private long sharedSigFrom;
-
-    /** Compares the signature {@code q} published with its arrive of {@code round} (a round of the running collective). */
-    void verifyShared(ShmCollArea a, int q, long round) {
-        MemorySegment theirs = a.signatureOf(q, round);
+    /** Compares the signature {@code q} published through a collective provider for the running collective (its arrive in the shared segment). */
+    void verifyProvided(int q, MemorySegment theirs) {
         List<String> diff = OpSignature.differences(theirs, sigMine);
         if (!OpSignature.valid(theirs) || !diff.isEmpty()) {
             MemorySegment copy = theirs(q);

@@ -36,8 +36,10 @@ public final class AlgoSelector {
         /** Binomial scatter + all-gather (broadcast); the all-gather stage is the allGather choice. */
         SCATTER_ALLGATHER("scatter_allgather"),
         /**
-         * Straight through the communicator's shared collective segment (allReduce, barrier), when
-         * every rank is on one host over SHM: one copy in, reads of the peers' areas, no messages.
+         * Through the communicator's collective provider (allReduce, allGather, reduceScatter, barrier),
+         * the path of its own that the transport every pair uses may offer ({@code
+         * org.jccl.spi.CollectiveProvider}): SHM's shared collective segment (one copy in, reads of the
+         * peers' areas, no messages). Priced by the provider's declared cost.
          */
         SHARED("shared"),
         /**

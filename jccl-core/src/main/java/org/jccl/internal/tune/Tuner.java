@@ -7,7 +7,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jccl.ConfigException;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
 import org.jccl.internal.log.Log;
+import org.jccl.spi.CollectiveProvider;
 import org.jccl.spi.LinkCosts;
 import org.jccl.internal.tune.AlgoSelector.Algo;
 import org.jccl.internal.tune.AlgoSelector.Coll;
@@ -20,6 +23,10 @@ import org.jccl.internal.tune.AlgoSelector.Coll;
  * rank computes the same choice from the same arguments (the model is that of the slowest transport
  * any pair of ranks of the communicator uses, which every rank derives from the same peer table),
  * which is what keeps the ranks' message sequences matched.
+ *
+ * <p>{@code Algo.SHARED} is the communicator's collective provider ({@link CollectiveProvider}, a
+ * transport's own path for whole collectives: SHM's shared segment), priced by the cost the provider
+ * declares; the tuner knows no provider by name.
  *
  * <p>Each choice is logged once per (collective, power-of-two size class) at INFO under
  * {@code TUNING}, with the model's estimate of every candidate.
@@ -77,7 +84,9 @@ public final class Tuner {
     }
 
     /**
-     * The shared collective segment ({@code Algo.SHARED}): alpha is one synchronisation step (a
+     * The SHM shared collective segment, the cost SHM's collective provider declares ({@code
+     * ShmCollectives#cost}, through {@link #sharedCost}); kept here beside the memory constants it is
+     * built from. Alpha is one synchronisation step (a
      * release store of a word, acquire loads of the peers' words: 8-128 B all-reduces, which are
      * one such step, measured 0.3-0.7 us with perf --timing median on the 2-core machine; 0.40-0.55 us,
      * median 0.43, with TunerCalibration SHM-STEP, the method and runs of the SHM transport's alpha, so
@@ -112,8 +121,8 @@ public final class Tuner {
     private final Model model;
     private final int rank;
     private final Set<String> logged = ConcurrentHashMap.newKeySet();
-    /** Bytes a rank publishes per round in the shared collective segment; 0 when the communicator has none. */
-    private final long sharedSlotBytes;
+    /** The communicator's collective provider ({@code Algo.SHARED}), null when it has none. */
+    private final CollectiveProvider provider;
 
     /** The host layout when hierarchical collectives apply ({@code Algo.HIER} is then a candidate), else null. */
     private Hierarchy hierarchy;
@@ -122,40 +131,42 @@ public final class Tuner {
     private Algo lastChoice;
 
     public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank) {
-        this(selector, n, chunkBytes, model, rank, 0);
+        this(selector, n, chunkBytes, model, rank, null);
     }
 
     /**
-     * @param sharedSlotBytes bytes per rank per round of the communicator's shared collective
-     *        segment, 0 when it has none (then {@code Algo.SHARED} is never a candidate)
+     * @param provider the communicator's collective provider, null when it has none (then {@code
+     *        Algo.SHARED} is never a candidate)
      */
-    public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank, long sharedSlotBytes) {
+    public Tuner(AlgoSelector selector, int n, long chunkBytes, Model model, int rank, CollectiveProvider provider) {
         this.selector = selector;
         this.n = n;
         this.chunkBytes = chunkBytes;
         this.model = model;
         this.rank = rank;
-        this.sharedSlotBytes = sharedSlotBytes;
+        this.provider = provider;
     }
 
-    /** The last all-reduce size {@link #chooseAllReduceCached} priced, and its choice (same inputs, same answer). */
+    /** The last all-reduce size and candidate list {@link #chooseAllReduceCached} priced, and its choice (same inputs, same answer). */
     private long lastAllReduceBytes = -1;
+    private Algo[] lastAllReduceCandidates;
     private Algo lastAllReduce;
 
     /**
-     * The all-reduce choice among {@code candidates} (always the same list for one communicator),
-     * remembered for the last size: a loop of equal all-reduces prices the candidates once, not per
-     * call (which costs more than an 8-byte all-reduce through the shared segment). Called under the
+     * The all-reduce choice among {@code candidates} (one of a few constant lists), remembered for the
+     * last size and list: a loop of equal all-reduces prices the candidates once, not per call (which
+     * costs more than an 8-byte all-reduce through the shared segment). Called under the
      * communicator's execution lock only.
      */
     public Algo chooseAllReduceCached(long bytes, Algo... candidates) {
-        if (bytes == lastAllReduceBytes) {
+        if (bytes == lastAllReduceBytes && candidates == lastAllReduceCandidates) {
             lastChoice = lastAllReduce;
             return lastAllReduce;
         }
         Algo a = choose(Coll.ALLREDUCE, bytes, candidates);
         lastAllReduce = a;
         lastAllReduceBytes = bytes;
+        lastAllReduceCandidates = candidates;
         return a;
     }
 
@@ -171,9 +182,33 @@ public final class Tuner {
         this.hierarchy = h;
     }
 
-    /** Whether the communicator has a shared collective segment ({@code Algo.SHARED} is a candidate). */
+    /** Whether the communicator has a collective provider ({@code Algo.SHARED} may be a candidate). */
     public boolean sharedAvailable() {
-        return sharedSlotBytes > 0;
+        return provider != null;
+    }
+
+    /**
+     * Whether the collective provider takes calls of {@code coll} with this type and operator (null for
+     * all-gather and barrier): then {@code Algo.SHARED} is a candidate, priced by the provider's cost.
+     */
+    public boolean providerTakes(Coll coll, DataType type, ReduceOp op) {
+        return provider != null && provider.supports(kind(coll), type, op);
+    }
+
+    /** The collective provider, or null. */
+    public CollectiveProvider provider() {
+        return provider;
+    }
+
+    /** The provider's name of a collective (only those a provider may run). */
+    private static CollectiveProvider.Collective kind(Coll coll) {
+        return switch (coll) {
+            case ALLREDUCE -> CollectiveProvider.Collective.ALL_REDUCE;
+            case ALLGATHER -> CollectiveProvider.Collective.ALL_GATHER;
+            case REDUCESCATTER -> CollectiveProvider.Collective.REDUCE_SCATTER;
+            case BARRIER -> CollectiveProvider.Collective.BARRIER;
+            default -> null;
+        };
     }
 
     public Model model() {
@@ -212,6 +247,12 @@ public final class Tuner {
                 best = ok.get(i);
             }
         }
+        if (best == null) {
+            // Only the collective provider is allowed, and it declines this size (Double.MAX_VALUE: its cost is infinite).
+            throw new ConfigException("JCCL_ALGO allows only " + ok.stream().map(Algo::token).toList() + " for " + name(coll)
+                    + ", and the collective provider (" + (provider == null ? "none" : provider.describe()) + ") declines " + bytes + " B: allow a"
+                    + " point-to-point algorithm as well (for example JCCL_ALGO unset)");
+        }
         if (Log.enabled(Log.Level.INFO, Log.Subsys.TUNING)) {
             String key = coll + ":" + (bytes <= 0 ? -1 : 63 - Long.numberOfLeadingZeros(bytes));
             if (logged.add(key)) {
@@ -222,7 +263,7 @@ public final class Tuner {
                     }
                 }
                 Log.info(Log.Subsys.TUNING, rank, name(coll) + " " + bytes + " B " + n + " ranks via "
-                        + (best == Algo.SHARED ? SHARED.transport : best == Algo.HIER ? "same-host + cross-host stages" : model.transport)
+                        + (best == Algo.SHARED ? provider.describe() : best == Algo.HIER ? "same-host + cross-host stages" : model.transport)
                         + ": "
                         + best.token() + " (model " + us(bestCost) + (others.isEmpty() ? "; the only one allowed" : "; " + others)
                         + ")");
@@ -250,7 +291,12 @@ public final class Tuner {
     /** Model cost in seconds of {@code algo} for {@code coll} on this communicator. */
     public double cost(Coll coll, Algo algo, long bytes) {
         if (algo == Algo.SHARED) {
-            return sharedCost(coll, bytes, n, sharedSlotBytes);
+            if (provider == null || kind(coll) == null) {
+                return Double.MAX_VALUE;
+            }
+            double c = provider.cost(kind(coll), bytes);
+            // NaN or infinite (declined): never chosen.
+            return c >= 0 && c < Double.MAX_VALUE ? c : Double.MAX_VALUE;
         }
         if (algo == Algo.HIER) {
             return hierarchy == null ? Double.MAX_VALUE : hierarchy.cost(coll, bytes);

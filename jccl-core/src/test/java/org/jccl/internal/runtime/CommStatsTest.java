@@ -139,15 +139,15 @@ class CommStatsTest {
         List<Communicator> cs = Jccl.initLocal(3, shm);
         try {
             CommunicatorImpl c0 = (CommunicatorImpl) cs.get(0);
-            assertTrue(c0.sharedArea() != null, "three ranks of one JVM over SHM share a collective segment");
+            assertTrue(SharedAreas.of(c0) != null, "three ranks of one JVM over SHM share a collective segment");
             // 32 KiB per rank per round (the far mode's rounds, always taken): 8192 floats, cut into slices of 2731, 2731 and 2730 floats
             Ranks.run(cs, STEP, c -> {
                 c.allReduce(new float[8], ReduceOp.SUM);        // one step: every rank reads every area, 32 B each
                 c.allReduce(new float[8192 + 7], ReduceOp.SUM); // two steps, two rounds: 8192 floats, then 7 (slices 3, 2, 2)
                 c.allGather(Buffer.of(new int[5]), Buffer.of(new int[15]));  // 20 B out of each area
             });
-            assertTrue(c0.sharedArea().far());
-            assertEquals(32 << 10, c0.sharedArea().slotBytes());
+            assertTrue(SharedAreas.of(c0).far());
+            assertEquals(32 << 10, SharedAreas.of(c0).slotBytes());
             for (Communicator c : cs) {
                 for (FlightRecorder.Entry e : ((CommunicatorImpl) c).flightRecorder().snapshot()) {
                     assertEquals("shared", e.algorithm(), e.toString());

@@ -80,7 +80,7 @@ class SharedSegmentTest {
         try {
             assertEquals(List.of(), files(), "the segment's file is unlinked once every rank has mapped it");
             for (Communicator c : cs) {
-                assertNotNull(impl(c).sharedArea());
+                assertNotNull(SharedAreas.of(impl(c)));
                 Tuner t = impl(c).tuner();
                 for (long bytes : new long[] {8, 8 << 10, 1 << 20, 64L << 20}) {
                     assertEquals(Algo.SHARED, t.choose(Coll.ALLREDUCE, bytes, Algo.RD, Algo.RABENSEIFNER, Algo.RING, Algo.SHARED), "" + bytes);
@@ -92,7 +92,7 @@ class SharedSegmentTest {
         assertEquals(List.of(), files());
         List<Communicator> none = Jccl.initLocal(2, shm("0"));
         try {
-            assertNull(impl(none.get(0)).sharedArea());
+            assertNull(SharedAreas.of(impl(none.get(0))));
             assertTrue(!impl(none.get(0)).tuner().sharedAvailable());
         } finally {
             none.forEach(Communicator::close);
@@ -169,10 +169,10 @@ class SharedSegmentTest {
                     .with("JCCL_ALGO", "allreduce:shared;allgather:shared;reducescatter:shared"));
             boolean[][] modes = new boolean[n][400];
             try {
-                assertEquals(24 << 10, impl(cs.get(0)).sharedArea().nearSlotBytes());
+                assertEquals(24 << 10, SharedAreas.of(impl(cs.get(0))).nearSlotBytes());
                 Ranks.run(cs, Duration.ofSeconds(90), c -> {
                     Random ops = new Random(99);
-                    org.jccl.internal.transport.shm.ShmCollArea area = impl(c).sharedArea();
+                    org.jccl.internal.transport.shm.ShmCollArea area = SharedAreas.of(impl(c));
                     for (int i = 0; i < 400; i++) {
                         if (i == 50 && c.rank() == 0) {
                             area.copiedIn(1 << 20, 1_000_000);
@@ -239,7 +239,7 @@ class SharedSegmentTest {
                 for (int q = 1; q < n; q++) {
                     assertTrue(java.util.Arrays.equals(modes[0], modes[q]), "rank " + q + " ran operations in other modes than rank 0");
                 }
-                assertEquals(1, impl(cs.get(0)).sharedArea().farSwitches());
+                assertEquals(1, SharedAreas.of(impl(cs.get(0))).farSwitches());
                 assertTrue(!modes[0][50] && modes[0][51] && !modes[0][251], java.util.Arrays.toString(modes[0]));
             } finally {
                 cs.forEach(Communicator::close);

@@ -13,7 +13,7 @@ import org.jccl.spi.PeerInfo;
 /**
  * One rank's view of its communicator's shared collective segment ({@link ShmCollDescriptor}): an
  * area per rank that every rank of the host can read, and two words per rank that say how far it
- * got. Collectives on it ({@code org.jccl.internal.algo.SharedCollectives}) move data with one copy
+ * got. Collectives on it ({@link ShmCollectives}, SHM's collective provider) move data with one copy
  * into the writer's own area and reads straight out of the peers' areas, instead of two copies
  * through a ring per peer pair, and synchronise with one release store and one acquire load per
  * peer per step, with no message, no request object and no progress engine.

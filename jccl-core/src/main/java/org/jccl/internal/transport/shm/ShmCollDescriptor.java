@@ -95,7 +95,7 @@ final class ShmCollDescriptor {
      * arrives, so readers compare it before they use the round's data (OpSignature).
      */
     static final long SIG = 64;
-    static final long SIG_BYTES = 32;
+    static final long SIG_BYTES = org.jccl.spi.CollectiveCall.SIGNATURE_BYTES;
     static final long REDUCED = LINE;
     static final long STATE = LINE + 8;
     /**

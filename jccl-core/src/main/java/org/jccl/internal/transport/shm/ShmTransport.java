@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import org.jccl.Config;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
+import org.jccl.spi.CollectiveProvider;
 import org.jccl.spi.Endpoint;
 import org.jccl.spi.LinkCosts;
 import org.jccl.spi.PeerInfo;
@@ -94,14 +95,17 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Makes or maps the communicator's shared collective segment through this transport's endpoint
-     * ({@link ShmCollArea}); for the runtime, once, after every endpoint's {@code prepare}, when every
-     * pair of ranks uses SHM. Null when rank 0 asked for none ({@code JCCL_SHM_COLL_BUFFER=0}).
+     * SHM's collective provider ({@link ShmCollectives}): makes or maps the communicator's shared
+     * collective segment through this transport's endpoint ({@link ShmCollArea}); the runtime asks once,
+     * after every endpoint's {@code prepare}, when every pair of ranks uses SHM. Null when rank 0 asked
+     * for none ({@code JCCL_SHM_COLL_BUFFER=0}): every rank reads that from rank 0's address.
      *
      * @throws IOException when the segment cannot be made or mapped in time
      */
-    public static ShmCollArea openCollArea(Endpoint endpoint) throws IOException {
-        return ((ShmEndpoint) endpoint).openCollArea();
+    @Override
+    public CollectiveProvider openCollectives(Endpoint endpoint) throws IOException {
+        ShmCollArea area = ((ShmEndpoint) endpoint).openCollArea();
+        return area == null ? null : new ShmCollectives(area);
     }
 
     /** True for two ranks of one host that both opened an SHM endpoint. */
