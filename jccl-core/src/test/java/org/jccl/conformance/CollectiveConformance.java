@@ -609,7 +609,9 @@ public abstract class CollectiveConformance {
         run(n, c -> {
             c.barrier();
             if (c.rank() == n - 1) {
-                Thread.sleep(50);
+                // 200 ms, of which the check below asks for 40: a rank may leave the barrier well after the last one does
+                // (through the leaders of a hierarchical barrier, or descheduled on a loaded machine: 11 ms seen in CI).
+                Thread.sleep(200);
             }
             float[] x = {1f, c.rank()};
             c.allReduce(x, ReduceOp.SUM);
@@ -622,7 +624,7 @@ public abstract class CollectiveConformance {
                 assertEquals(org.jccl.internal.control.FlightRecorder.State.DONE, e.state(), e.toString());
                 assertTrue(e.issuedNs() != 0 && e.startNs() != 0 && e.endNs() != 0, "rank " + c.rank() + ": untimed " + e);
                 long waitedMs = (e.endNs() - e.startNs()) / 1_000_000;
-                assertTrue(waitedMs >= 40 && waitedMs < 20_000, "rank " + c.rank() + " waited 50 ms for the last rank, the recorder says "
+                assertTrue(waitedMs >= 40 && waitedMs < 20_000, "rank " + c.rank() + " waited about 200 ms for the last rank, the recorder says "
                         + waitedMs + " ms: " + e);
             }
         });
