@@ -1,5 +1,7 @@
 package org.jccl.internal.algo;
 
+import java.lang.foreign.MemorySegment;
+
 /**
  * A split of a buffer into {@code n} chunks (one per rank) and of each chunk into slices of at most
  * {@code sliceElems} elements, the unit of pipelining. Both sides of every transfer compute the
@@ -84,4 +86,13 @@ final class Chunks {
         return hi <= lo ? 0 : offset[hi - 1] + length[hi - 1] - offset[lo];
     }
 
+    /** The bytes of slice k of chunk c of {@code w}, whose elements are {@code esz} bytes. */
+    MemorySegment slice(MemorySegment w, int c, int k, int esz) {
+        return w.asSlice(sliceOffset(c, k) * esz, sliceLength(c, k) * esz);
+    }
+
+    /** The bytes of chunks [lo, hi) of {@code w} (chunks of bytes). */
+    MemorySegment range(MemorySegment w, int lo, int hi) {
+        return w.asSlice(rangeOffset(lo), rangeLength(lo, hi));
+    }
 }

@@ -97,7 +97,7 @@ public final class HierCollectives {
         int me = h.myLocal();
         Chunks ch = Chunks.balanced(count, local.length, ctx.chunkBytes() / esz);
         // Reduce-scatter: afterwards chunk `me` of r holds the sum over this host (shift -1: chunk rank).
-        ctx.inGroup(local, h.intraTuner(), () -> Collectives.ringReduceScatter(ctx, s, r, ch, t, sop, -1, null));
+        ctx.inGroup(local, h.intraTuner(), () -> RingCollectives.ringReduceScatter(ctx, s, r, ch, t, sop, -1, null));
         long len = ch.rangeLength(me, me + 1);
         if (len > 0) {
             // Every host cuts the same slices (same count, same L), so the group agrees on len.
@@ -105,7 +105,7 @@ public final class HierCollectives {
             ctx.inGroup(h.sliceGroup(), h.interTuner(), () -> Collectives.allReduce(ctx, slice, slice, len, t, sop));
             Reductions.finishAvg(slice, len, t, op, n);
         }
-        ctx.inGroup(local, h.intraTuner(), () -> Collectives.ringAllGather(ctx, r, ch, esz, me, new ArrayList<>()));
+        ctx.inGroup(local, h.intraTuner(), () -> RingCollectives.ringAllGather(ctx, r, ch, esz, me, new ArrayList<>()));
     }
 
     // ------------------------------------------------------------------------------------ broadcast / reduce
@@ -216,7 +216,7 @@ public final class HierCollectives {
                 }
             }
             Chunks ch = Chunks.equal(hosts * count, l, ctx.chunkBytes() / esz);
-            ctx.inGroup(local, h.intraTuner(), () -> Collectives.ringReduceScatter(ctx, p, p, ch, t, sop, -1, null));
+            ctx.inGroup(local, h.intraTuner(), () -> RingCollectives.ringReduceScatter(ctx, p, p, ch, t, sop, -1, null));
             MemorySegment mine = p.asSlice(h.myLocal() * hosts * block, hosts * block);
             ctx.inGroup(h.sliceGroup(), h.interTuner(), () -> Collectives.reduceScatter(ctx, mine, r, count, t, sop));
         } else {
@@ -236,7 +236,7 @@ public final class HierCollectives {
             }
             if (leader) {
                 Chunks ch = Chunks.sized(lengths, ctx.chunkBytes() / esz);
-                ctx.inGroup(h.leaders(ctx.rank()), h.interTuner(), () -> Collectives.ringReduceScatter(ctx, acc, acc, ch, t, sop, -1, null));
+                ctx.inGroup(h.leaders(ctx.rank()), h.interTuner(), () -> RingCollectives.ringReduceScatter(ctx, acc, acc, ch, t, sop, -1, null));
                 long base = ch.rangeOffset(h.myHost()) * esz;
                 List<P2pRequest> sends = new ArrayList<>();
                 for (int i = 1; i < local.length; i++) {

@@ -45,13 +45,18 @@ import org.jccl.spi.Transport;
  * they reach the executor. Everything reached from {@link OpContext} runs under the executor's
  * execution lock.
  *
- * <p><b>Why about 660 lines in one class.</b> Most of it is the public {@link Communicator}
+ * <p><b>Why about 670 lines in one class.</b> Most of it is the public {@link Communicator}
  * interface: some forty collective and point-to-point methods (asynchronous, blocking, in-place and
  * {@code MemorySegment} forms), each one to three lines that hand the call to {@link CallValidator}
  * and the {@link Executor}. The rest is the lifecycle (abort, close, split, shrink), which must see
  * the same fields as the calls. Validation, execution, routing, the operation context and the
  * settings ({@link RuntimeSettings}) are already classes of their own; splitting the API surface
- * further would only add a forwarding layer between the interface and those classes.
+ * further would only add a forwarding layer between the interface and those classes. The abort
+ * state (its cause, whether the user was told, whether the user aborted, closing) stays here too:
+ * the cause is set under the executor's submit lock and the abort then tears down the control plane,
+ * transports and executor (fields of this class), and {@link OpRunner} (for the {@link Executor} too), {@link OpContext},
+ * {@code ProviderCall} and {@code MismatchGuard} read it through this class around every operation
+ * (28 call sites); a class of its own would need those same references, or forwarding methods here.
  */
 public final class CommunicatorImpl implements Communicator {
 
