@@ -244,6 +244,15 @@ final class Routing {
         }
     }
 
+    /** How many times the watchers of wake descriptors woke the running thread (tests, TRACE). */
+    long fdWakeups() {
+        long n = 0;
+        for (FdWaker w : fdWakers) {
+            n += w.wakeups();
+        }
+        return n;
+    }
+
     /**
      * Arms every wake descriptor before the running thread blocks (Endpoint#armWakeFd); false when an endpoint
      * already has work, which the thread then progresses instead of blocking. The running thread only.
