@@ -7,9 +7,6 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jccl.Config;
@@ -80,7 +77,7 @@ public final class FdWakeTransport implements Transport {
     public Endpoint open(TransportContext ctx) throws IOException {
         Pipe pipe = new Pipe();
         try {
-            return new FdEndpoint(local.open(new Renamed(ctx, pipe)), pipe);
+            return new FdEndpoint(local.open(new LocalAlias(NAME, ctx, pipe::signal)), pipe);
         } catch (RuntimeException e) {
             pipe.close();
             throw e;
@@ -219,80 +216,6 @@ public final class FdWakeTransport implements Transport {
                     throw new IllegalStateException(t);
                 }
             }
-        }
-    }
-
-    private record Renamed(TransportContext ctx, Pipe pipe) implements TransportContext {
-        @Override
-        public byte[] commId() {
-            return ctx.commId();
-        }
-
-        @Override
-        public int rank() {
-            return ctx.rank();
-        }
-
-        @Override
-        public int size() {
-            return ctx.size();
-        }
-
-        @Override
-        public byte[] secret() {
-            return ctx.secret();
-        }
-
-        @Override
-        public Config config() {
-            return ctx.config();
-        }
-
-        @Override
-        public PeerInfo peer(int rank) {
-            PeerInfo p = ctx.peer(rank);
-            if (p == null || !p.addresses().containsKey(NAME)) {
-                return p;
-            }
-            Map<String, byte[]> a = new HashMap<>(p.addresses());
-            a.put("LOCAL", p.addresses().get(NAME));
-            return new PeerInfo(p.rank(), p.host(), p.pid(), p.hostHash(), p.processId(), a);
-        }
-
-        @Override
-        public boolean isStopping() {
-            return ctx.isStopping();
-        }
-
-        /** A peer's send: signalled through this endpoint's pipe only, never the runtime's own wakeup. */
-        @Override
-        public void wakeup() {
-            pipe.signal();
-        }
-
-        @Override
-        public void stillWaiting() {
-            ctx.stillWaiting();
-        }
-
-        @Override
-        public int localRank() {
-            return ctx.localRank();
-        }
-
-        @Override
-        public int localSize() {
-            return ctx.localSize();
-        }
-
-        @Override
-        public String gpu() {
-            return ctx.gpu();
-        }
-
-        @Override
-        public List<String> nics() {
-            return ctx.nics();
         }
     }
 }

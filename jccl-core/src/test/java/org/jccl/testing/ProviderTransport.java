@@ -3,9 +3,7 @@ package org.jccl.testing;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.HashMap;
 import java.util.HexFormat;
-import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -82,7 +80,7 @@ public final class ProviderTransport implements Transport {
     /** LocalTransport's endpoint, which finds its peers' endpoints under the name LOCAL: this transport's addresses are shown to it so. */
     @Override
     public Endpoint open(TransportContext ctx) throws IOException {
-        Endpoint e = local.open(new Renamed(ctx));
+        Endpoint e = local.open(new LocalAlias(NAME, ctx, ctx::wakeup));
         CONTEXTS.put(e, ctx);
         return e;
     }
@@ -257,77 +255,4 @@ public final class ProviderTransport implements Transport {
         }
     }
 
-    /** {@code ctx} with every peer's address of this transport also under the name LOCAL (what LocalTransport's endpoint looks up). */
-    private record Renamed(TransportContext ctx) implements TransportContext {
-        @Override
-        public byte[] commId() {
-            return ctx.commId();
-        }
-
-        @Override
-        public int rank() {
-            return ctx.rank();
-        }
-
-        @Override
-        public int size() {
-            return ctx.size();
-        }
-
-        @Override
-        public byte[] secret() {
-            return ctx.secret();
-        }
-
-        @Override
-        public Config config() {
-            return ctx.config();
-        }
-
-        @Override
-        public PeerInfo peer(int rank) {
-            PeerInfo p = ctx.peer(rank);
-            if (p == null || !p.addresses().containsKey(NAME)) {
-                return p;
-            }
-            Map<String, byte[]> a = new HashMap<>(p.addresses());
-            a.put("LOCAL", p.addresses().get(NAME));
-            return new PeerInfo(p.rank(), p.host(), p.pid(), p.hostHash(), p.processId(), a);
-        }
-
-        @Override
-        public boolean isStopping() {
-            return ctx.isStopping();
-        }
-
-        @Override
-        public void wakeup() {
-            ctx.wakeup();
-        }
-
-        @Override
-        public void stillWaiting() {
-            ctx.stillWaiting();
-        }
-
-        @Override
-        public int localRank() {
-            return ctx.localRank();
-        }
-
-        @Override
-        public int localSize() {
-            return ctx.localSize();
-        }
-
-        @Override
-        public String gpu() {
-            return ctx.gpu();
-        }
-
-        @Override
-        public List<String> nics() {
-            return ctx.nics();
-        }
-    }
 }
