@@ -155,6 +155,18 @@ class GpuCollectivesTest {
         Assumptions.assumeTrue(why == null, why);
     }
 
+    /**
+     * Skips a jccl test of what exists only on the peer-to-peer path (one-shot kernels, chain-async
+     * broadcast, one thread driving several GPUs' send/recv in a group) when JCCL_CUDA_P2P_DISABLE
+     * (or NCCL_P2P_DISABLE) sends every communicator down the path staged through host memory. That
+     * path has its own tests here (the staged parts run with or without the setting).
+     */
+    private static void skipUnlessPeerToPeer(Backend b, String what) {
+        boolean disabled = b == Backend.JCCL && org.jccl.internal.config.Settings.CUDA_P2P_DISABLE.getBool(org.jccl.Config.fromEnvironment());
+        Assumptions.assumeFalse(disabled, () -> "skipped: " + what + " runs only on the peer-to-peer path, and"
+                + " JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) stages every communicator through host memory");
+    }
+
     /** Prints a one-line summary and fails with every failing case when there is any. */
     private static void report(RankSet set, String label, CaseRunner.Outcome o) {
         System.out.printf(Locale.ROOT, "%s %s: %d case(s), %d failed%s, %.1f s%n", set.describe(), label, o.ran(),
@@ -186,6 +198,9 @@ class GpuCollectivesTest {
     @Timeout(value = 900, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void collectives(Backend backend, int ranks, Part part) {
         skipUnless(backend);
+        if (part.style() == Style.GROUP && part.coll() == Coll.SEND_RECV) {
+            skipUnlessPeerToPeer(backend, "send/recv of several GPUs grouped on one thread");
+        }
         RankSet set = GpuEnv.set(backend, ranks);
         switch (part.label()) {
             case "chained" -> chained(set);
@@ -657,6 +672,7 @@ class GpuCollectivesTest {
     @Timeout(value = 180, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void chainAsyncBroadcastGivesUpOnALateRank() throws Exception {
         skipUnless(Backend.JCCL);
+        skipUnlessPeerToPeer(Backend.JCCL, "the chain-async broadcast");
         Assumptions.assumeTrue(Cuda.deviceCount() >= 3, "skipped: needs 3 GPUs");
         GpuEnv.closeAll();
         List<CudaDevice> devices = GpuEnv.devices(3);
@@ -882,6 +898,7 @@ class GpuCollectivesTest {
     @Timeout(value = 600, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void oneShotMismatchFailsOnEveryRankWithoutWriting(String path) throws Exception {
         skipUnless(Backend.JCCL);
+        skipUnlessPeerToPeer(Backend.JCCL, "the one-shot kernels' mismatch check");
         Assumptions.assumeTrue(Cuda.deviceCount() >= 2, "skipped: needs 2 GPUs");
         GpuEnv.closeAll();
         int n = Math.min(4, Cuda.deviceCount());
