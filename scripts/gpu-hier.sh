@@ -10,8 +10,10 @@
 #          interleaved (a,b,a,b), 4x1, uneven 2+1 and 1+2 (3 GPUs), float 8 B..64 MB (odd counts
 #          through -b 12 -f 3, step boundaries through JCCL_CUDA_HIER_CHUNK=256K) and bfloat16
 #                                                                                  -> $OUT/hier-check.txt
-#   kill   2x2, all_reduce 1 GB in a loop, rank 3 killed with SIGKILL after 25 s: every other rank must
-#          fail naming rank 3 within JCCL_PEER_TIMEOUT=10 s (lines "failed: ... rank 3")  -> $OUT/hier-kill.txt
+#   kill   2x2, all_reduce 1 GB in a loop, rank 3's JVM killed with SIGKILL after 25 s (its shell lives on 60 s
+#          more, so `jccl run` does not stop the others): every other rank must fail naming rank 3
+#          within JCCL_PEER_TIMEOUT=10 s, so the job ends ~10-20 s after the kill, not at the
+#          110 s limit ("job ended N s after the kill"; lines "failed: ... rank 3")   -> $OUT/hier-kill.txt
 #   perf   all_reduce 8 B..1 GB, 2 emulated hosts x 2 GPUs and 4 x 1: jccl (hierarchical), jccl staged
 #          (JCCL_CUDA_HIER=0), NCCL default sockets, NCCL 4 threads x 4 sockets (NCCL_HOSTID per process,
 #          NCCL_SOCKET_IFNAME=lo, NCCL_NVLS_ENABLE=0, NCCL_MNNVL_ENABLE=0)          -> $OUT/hier-perf.txt
@@ -99,7 +101,8 @@ phase_kill() {
     rm -f /tmp/gpu-hier-pid.*
     local t0=$SECONDS
     JCCL_HOSTID=a,a,b,b JCCL_PEER_TIMEOUT=10 timeout -k 5 120 "$JAVA" $JOPTS -jar "$CLI" run -np 4 --bind-to none --timeout 110 -- \
-        sh -c 'echo $$ > /tmp/gpu-hier-pid.$JCCL_RANK; exec '"$JAVA $JOPTS"' -cp '"$CLI"' org.jccl.cli.JcclCli perf all_reduce --device cuda -b 1G -e 1G -w 2 -n 1000 -c 0' \
+        sh -c '"$0" '"$JOPTS"' -cp "$1" org.jccl.cli.JcclCli perf all_reduce --device cuda -b 1G -e 1G -w 2 -n 1000 -c 0 &
+               echo $! > /tmp/gpu-hier-pid.$JCCL_RANK; wait $!; rc=$?; [ "$JCCL_RANK" = 3 ] && sleep 60; exit $rc' "$JAVA" "$CLI" \
         >> "$log" 2>&1 &
     local job=$!
     sleep 25

@@ -114,6 +114,12 @@ final class HierCommunicator extends CudaCommunicator {
     /** Records the first failure, aborts every part, returns the exception the call throws. */
     private JcclException fail(String what, RuntimeException e) {
         JcclException w = watchFailure();
+        // A cross-host group names its peers by host index: give the whole group's control plane (which names the rank
+        // in GPU rank order, detecting by the same heartbeats) a moment to reach its own verdict.
+        for (int k = 0; k < 100 && (w == null || w == failure) && e instanceof org.jccl.PeerFailedException; k++) {
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
+            w = HostPeers.failure(all);
+        }
         JcclException cause = w != null ? w : e instanceof JcclException j ? j : new JcclException(ErrorCode.INTERNAL, e.toString());
         JcclException x = new JcclException(cause.code() == null ? ErrorCode.INTERNAL : cause.code(), "rank " + rank + ": GPU " + what
                 + " across hosts failed: " + cause.getMessage() + " (" + split.describe() + "; this rank's cross-host group, ranked by host: "
