@@ -117,12 +117,13 @@ final class GpuHierDevice implements HierDevice {
             if (shared != 0) {
                 CudaDriver.memFree(shared);
             }
-            sharedBytes = round(sharedNeed);
+            sharedBytes = round(Math.max(sharedNeed, 2 * sharedBytes));
             shared = CudaDriver.memAlloc(sharedBytes);
         }
         int newSlots = Math.max(n, slots);
-        long newPer = Math.max(perSlotNeed, perSlotBytes);
-        long newHost = Math.max(hostNeed, hostBytes);
+        // Growth at least doubles: fewer frees (each leaves the peers a stale IPC mapping to close) and reallocations.
+        long newPer = perSlotNeed > perSlotBytes ? Math.max(perSlotNeed, 2 * perSlotBytes) : perSlotBytes;
+        long newHost = hostNeed > hostBytes ? Math.max(hostNeed, 2 * hostBytes) : hostBytes;
         if (newSlots > slots || newPer > perSlotBytes) {
             for (long p : perSlot) {
                 if (p != 0) {
