@@ -24,6 +24,8 @@ final class GpuHierDevice implements HierDevice {
 
     private final CudaDevice device;
     private final CudaCommunicator local;
+    /** World rank of each rank of the local group. */
+    private final int[] localRanks;
     private final Supplier<JcclException> failure;
     private final MemorySegment d2h;
     private final MemorySegment h2d;
@@ -41,9 +43,10 @@ final class GpuHierDevice implements HierDevice {
     private boolean[] postUsed = new boolean[0];
     private int slots;
 
-    /** {@code local}: the host's GPU communicator, null when this rank is alone on its host. */
-    GpuHierDevice(CudaDevice device, CudaCommunicator local, Supplier<JcclException> failure) {
+    /** {@code local}: the host's GPU communicator, null when this rank is alone on its host; {@code localRanks}: its ranks' world ranks. */
+    GpuHierDevice(CudaDevice device, CudaCommunicator local, int[] localRanks, Supplier<JcclException> failure) {
         this.device = device;
+        this.localRanks = localRanks;
         this.local = local;
         this.failure = failure;
         device.makeCurrent();
@@ -55,6 +58,15 @@ final class GpuHierDevice implements HierDevice {
     void begin(CudaStream s) {
         this.stream = s;
         device.makeCurrent();
+    }
+
+    /** A local collective; its failure names ranks in the whole communicator's numbering. */
+    private void onLocal(Runnable r) {
+        try {
+            r.run();
+        } catch (JcclException x) {
+            throw org.jccl.cuda.internal.HostSplit.inWorldRanks(x, localRanks);
+        }
     }
 
     private DeviceBuffer buf(long address, long count, DataType t) {
@@ -73,27 +85,27 @@ final class GpuHierDevice implements HierDevice {
 
     @Override
     public void localAllReduce(long send, long recv, long count, DataType t, ReduceOp op) {
-        local.allReduce(buf(send, count, t), buf(recv, count, t), op, stream);
+        onLocal(() -> local.allReduce(buf(send, count, t), buf(recv, count, t), op, stream));
     }
 
     @Override
     public void localReduceScatter(long send, long recv, long recvCount, DataType t, ReduceOp op) {
-        local.reduceScatter(buf(send, recvCount * local.size(), t), buf(recv, recvCount, t), op, stream);
+        onLocal(() -> local.reduceScatter(buf(send, recvCount * local.size(), t), buf(recv, recvCount, t), op, stream));
     }
 
     @Override
     public void localAllGather(long send, long recv, long sendCount, DataType t) {
-        local.allGather(buf(send, sendCount, t), buf(recv, sendCount * local.size(), t), stream);
+        onLocal(() -> local.allGather(buf(send, sendCount, t), buf(recv, sendCount * local.size(), t), stream));
     }
 
     @Override
     public void localReduce(long send, long recv, long count, DataType t, ReduceOp op, int localRoot) {
-        local.reduce(buf(send, count, t), buf(recv, count, t), op, localRoot, stream);
+        onLocal(() -> local.reduce(buf(send, count, t), buf(recv, count, t), op, localRoot, stream));
     }
 
     @Override
     public void localBroadcast(long send, long recv, long count, DataType t, int localRoot) {
-        local.broadcast(buf(send, count, t), buf(recv, count, t), localRoot, stream);
+        onLocal(() -> local.broadcast(buf(send, count, t), buf(recv, count, t), localRoot, stream));
     }
 
     @Override

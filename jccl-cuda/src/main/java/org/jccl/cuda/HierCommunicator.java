@@ -49,7 +49,7 @@ final class HierCommunicator extends CudaCommunicator {
         this.cross = cross;
         this.all = all;
         this.description = description;
-        this.dev = new GpuHierDevice(device, local, this::watchFailure);
+        this.dev = new GpuHierDevice(device, local, split.localGroup(), this::watchFailure);
         this.programs = new HierPrograms(dev, split, cross, split.myLocal() == 0 ? cross : null, all, chunk, slots, wholeMax);
     }
 
@@ -79,13 +79,16 @@ final class HierCommunicator extends CudaCommunicator {
      */
     private JcclException watchFailure() {
         JcclException f = HostPeers.failure(all);
-        if (f == null) {
-            f = HostPeers.failure(cross);
+        if (f != null) {
+            return f;
         }
-        if (f == null && local != null) {
-            f = local.asyncError();
+        // The parts number their ranks their own way: name them in this communicator's numbering.
+        f = HostPeers.failure(cross);
+        if (f != null) {
+            return HostSplit.inWorldRanks(f, split.crossGroup());
         }
-        return f;
+        f = local != null ? local.asyncError() : null;
+        return f != null ? HostSplit.inWorldRanks(f, split.localGroup()) : null;
     }
 
     // ================================================================== collectives
@@ -116,7 +119,7 @@ final class HierCommunicator extends CudaCommunicator {
         JcclException w = watchFailure();
         // A cross-host group names its peers by host index: give the whole group's control plane (which names the rank
         // in GPU rank order, detecting by the same heartbeats) a moment to reach its own verdict.
-        for (int k = 0; k < 100 && (w == null || w == failure) && e instanceof org.jccl.PeerFailedException; k++) {
+        for (int k = 0; k < 100 && w == null && e instanceof org.jccl.PeerFailedException; k++) {
             java.util.concurrent.locks.LockSupport.parkNanos(20_000_000L);
             w = HostPeers.failure(all);
         }
@@ -124,6 +127,7 @@ final class HierCommunicator extends CudaCommunicator {
         JcclException x = new JcclException(cause.code() == null ? ErrorCode.INTERNAL : cause.code(), "rank " + rank + ": GPU " + what
                 + " across hosts failed: " + cause.getMessage() + " (" + split.describe() + "; this rank's cross-host group, ranked by host: "
                 + java.util.Arrays.toString(split.crossGroup()) + ")");
+        x.at(rank, cause.peer(), what, -1);
         x.addSuppressed(e);
         if (failure == null) {
             failure = x;

@@ -37,6 +37,8 @@ public final class HierPrograms {
     private final long chunk;
     private final int slots;
     private final long wholeMax;
+    /** World rank of each rank of {@code cross}. */
+    private final int[] crossRanks;
 
     public HierPrograms(HierDevice dev, HostSplit split, Communicator cross, Communicator leaders, Communicator all, long chunk, int slots,
                         long wholeMax) {
@@ -48,6 +50,7 @@ public final class HierPrograms {
         this.chunk = chunk;
         this.slots = slots;
         this.wholeMax = wholeMax;
+        this.crossRanks = split.crossGroup();
         if ((split.myLocal() == 0) != (leaders != null)) {
             throw new IllegalArgumentException("leaders must be given exactly on the first rank of each host");
         }
@@ -59,6 +62,18 @@ public final class HierPrograms {
             m = Math.max(m, s.count());
         }
         return m;
+    }
+
+    /**
+     * Runs a leg on the cross-host group (or the leaders, the same group on a host's first rank), whose
+     * ranks are host indices: its failure names ranks in the whole communicator's numbering.
+     */
+    private void crossLeg(Runnable leg) {
+        try {
+            leg.run();
+        } catch (org.jccl.JcclException x) {
+            throw HostSplit.inWorldRanks(x, crossRanks);
+        }
     }
 
     private MemorySegment seg(int slot, int half, long bytes) {
@@ -130,7 +145,7 @@ public final class HierPrograms {
                 long n = partCount(st);
                 Communicator comm = st.form() == Form.LEADER ? leaders : cross;
                 if (comm.size() > 1) {
-                    comm.allReduce(Buffer.of(seg(slot, 0, n * eb), n, t), op);
+                    crossLeg(() -> comm.allReduce(Buffer.of(seg(slot, 0, n * eb), n, t), op));
                 }
             }
 
@@ -219,7 +234,7 @@ public final class HierPrograms {
             public void cross(int c, int slot) {
                 long k = steps.get(c).count();
                 MemorySegment s = seg(slot, 0, h * k * eb);
-                cross.reduceScatter(Buffer.of(s, h * k, t), Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), op);
+                crossLeg(() -> cross.reduceScatter(Buffer.of(s, h * k, t), Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), op));
             }
 
             @Override
@@ -275,7 +290,7 @@ public final class HierPrograms {
                 long k = steps.get(c).count();
                 if (equal) {
                     MemorySegment s = seg(slot, 0, h * k * eb);
-                    cross.allGather(Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), Buffer.of(s, h * k, t));
+                    crossLeg(() -> cross.allGather(Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), Buffer.of(s, h * k, t)));
                 } else {
                     all.allGather(Buffer.of(seg(slot, 0, k * eb), k, t), Buffer.of(seg(slot, 1, size * k * eb), size * k, t));
                 }
@@ -360,7 +375,7 @@ public final class HierPrograms {
             @Override
             public void cross(int c, int slot) {
                 long k = steps.get(c).count();
-                leaders.broadcast(Buffer.of(seg(slot, 0, k * eb), k, t), rootHost);
+                crossLeg(() -> leaders.broadcast(Buffer.of(seg(slot, 0, k * eb), k, t), rootHost));
             }
 
             @Override
@@ -425,7 +440,7 @@ public final class HierPrograms {
                 long k = steps.get(c).count();
                 Buffer b = Buffer.of(seg(slot, 0, k * eb), k, t);
                 if (leaders.size() > 1) {
-                    leaders.reduce(b, b, op, rootHost);
+                    crossLeg(() -> leaders.reduce(b, b, op, rootHost));
                 }
             }
 

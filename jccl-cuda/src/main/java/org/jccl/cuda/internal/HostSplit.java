@@ -154,4 +154,50 @@ public final class HostSplit {
         return "local group " + Arrays.toString(members[myHost()]) + " (host " + myHost() + " of " + hosts() + "), cross-host group "
                 + Arrays.toString(crossGroup()) + " (local index " + myLocal() + (equal ? "" : ", uneven hosts: leader forms") + ")";
     }
+
+    private static final java.util.regex.Pattern RANK = java.util.regex.Pattern.compile("\\brank (\\d+)\\b(?! of )");
+
+    /**
+     * {@code message} of a group whose rank r is rank {@code members[r]} of the whole GPU communicator, with
+     * every "rank r" renamed to the whole communicator's rank ("rank r of n", a group's own size, stays).
+     */
+    public static String inWorldRanks(String message, int[] members) {
+        if (message == null) {
+            return null;
+        }
+        java.util.regex.Matcher m = RANK.matcher(message);
+        StringBuilder sb = new StringBuilder();
+        while (m.find()) {
+            int r;
+            try {
+                r = Integer.parseInt(m.group(1));
+            } catch (NumberFormatException e) {
+                r = -1;
+            }
+            m.appendReplacement(sb, r >= 0 && r < members.length ? "rank " + members[r] : m.group());
+        }
+        m.appendTail(sb);
+        return sb.toString();
+    }
+
+    /**
+     * A failure of a group (ranks {@code members}, see {@link #inWorldRanks(String, int[])}) as the whole
+     * communicator names it: same kind and code, ranks renamed, the original as its cause.
+     */
+    public static org.jccl.JcclException inWorldRanks(org.jccl.JcclException x, int[] members) {
+        String msg = inWorldRanks(x.getMessage(), members);
+        if (x instanceof org.jccl.PeerFailedException p) {
+            int peer = p.peerRank() >= 0 && p.peerRank() < members.length ? members[p.peerRank()] : -1;
+            org.jccl.PeerFailedException y = new org.jccl.PeerFailedException(peer, msg, x);
+            y.at(-1, peer, x.operation(), x.sequence());
+            return y;
+        }
+        org.jccl.JcclException y = new org.jccl.JcclException(x.code(), msg, x);
+        return y.at(-1, x.peer() >= 0 && x.peer() < members.length ? members[x.peer()] : -1, x.operation(), x.sequence());
+    }
+
+    /** The world ranks of this rank's host, by local index. */
+    public int[] localGroup() {
+        return members[myHost()].clone();
+    }
 }

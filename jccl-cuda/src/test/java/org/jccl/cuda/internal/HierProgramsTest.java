@@ -105,6 +105,76 @@ class HierProgramsTest {
         }
     }
 
+    /**
+     * A peer that fails in a cross-host leg is named in the whole communicator's numbering, not its
+     * cross-host group's (the first GPU run named world rank 3 "rank 1"). Hosts interleaved (a: 0, 2;
+     * b: 1, 3), so the cross-host group of local index 1 is [2, 3], where rank 3 is "rank 1". Rank 3 aborts
+     * its cross-host communicator instead of running; rank 2's all-reduce must fail naming rank 3; every
+     * rank that fails aborts its parts (as HierCommunicator does), so nobody hangs.
+     */
+    @Test
+    void aFailedCrossHostPeerIsNamedByItsWorldRank() throws Exception {
+        String[] keys = {"a", "b", "a", "b"};
+        int n = keys.length;
+        Config cfg = Config.defaults();
+        List<Communicator> localA = Jccl.initLocal(2, cfg);
+        List<Communicator> localB = Jccl.initLocal(2, cfg);
+        List<Communicator> cross0 = Jccl.initLocal(2, cfg);
+        List<Communicator> cross1 = Jccl.initLocal(2, cfg);
+        List<Communicator> all = Jccl.initLocal(n, cfg);
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        String[] messages = new String[n];
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> {
+                    HostSplit s = HostSplit.of(rank, List.of(keys));
+                    Communicator local = (s.myHost() == 0 ? localA : localB).get(s.myLocal());
+                    Communicator cross = (s.myLocal() == 0 ? cross0 : cross1).get(crossRank(s));
+                    Communicator[] parts = {local, cross, all.get(rank)};
+                    if (rank == 3) {
+                        cross.abort();
+                        local.abort();
+                        return null;
+                    }
+                    HostMemoryDevice dev = new HostMemoryDevice(local);
+                    HierPrograms p = new HierPrograms(dev, s, cross, s.myLocal() == 0 ? cross : null, all.get(rank), 4096, 2, 0);
+                    try (Arena arena = Arena.ofConfined()) {
+                        long count = 1 << 14;
+                        MemorySegment send = fill(arena, DataType.FLOAT32, count, k -> value(rank, k));
+                        MemorySegment recv = arena.allocate(4 * count, 256);
+                        for (int it = 0; it < 1000; it++) {
+                            p.allReduce(send.address(), recv.address(), count, DataType.FLOAT32, ReduceOp.SUM);
+                        }
+                    } catch (org.jccl.JcclException e) {
+                        messages[rank] = e.getMessage();
+                        for (Communicator c : parts) {
+                            c.abort();
+                        }
+                    } finally {
+                        dev.close();
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+            for (List<Communicator> l : List.of(localA, localB, cross0, cross1, all)) {
+                l.forEach(Communicator::close);
+            }
+        }
+        String m = messages[2];
+        assertTrue(m != null, "rank 2's all-reduce must fail: its cross-host peer, rank 3, aborted");
+        assertTrue(m.contains("rank 3"), m);
+        // In the cross-host group [2, 3], rank 2 is "rank 0" and rank 3 "rank 1": neither may appear.
+        assertTrue(!java.util.regex.Pattern.compile("\\brank [01]\\b(?! of )").matcher(m).find(), m);
+        System.out.println("rank 2: " + m);
+    }
+
     /** The position of a rank in its cross-host group (the hosts that have its local index, by host index). */
     private static int crossRank(HostSplit s) {
         int[] g = s.crossGroup();

@@ -56,4 +56,26 @@ class HostSplitTest {
         assertArrayEquals(new int[] {0, 2}, HostSplit.of(2, List.of("a", "a", "b")).crossGroup());
         assertTrue(s.groups().contains("uneven hosts: leader forms"));
     }
+
+    /** The messages of the first GPU run's kill check, from rank 1's cross-host group [1, 3]. */
+    @Test
+    void groupMessagesNameWorldRanks() {
+        int[] cross = HostSplit.of(1, List.of("a", "a", "b", "b")).crossGroup();
+        assertArrayEquals(new int[] {1, 3}, cross);
+        assertEquals("rank 3 (host vm, pid 6270) exited or crashed: its control connection closed without a goodbye",
+                HostSplit.inWorldRanks("rank 1 (host vm, pid 6270) exited or crashed: its control connection closed without a goodbye", cross));
+        assertEquals("rank 1: allReduce #8354 failed: link to rank 3 (vm pid 6270) broke: TCP connection from rank 1 to rank 3 (socket 0 of 1);"
+                        + " rank 0 of 2",
+                HostSplit.inWorldRanks("rank 0: allReduce #8354 failed: link to rank 1 (vm pid 6270) broke: TCP connection from rank 0 to rank 1"
+                        + " (socket 0 of 1); rank 0 of 2", cross));
+        // a rank outside the group's numbering is left as it is
+        assertEquals("rank 7 and ranks", HostSplit.inWorldRanks("rank 7 and ranks", cross));
+        org.jccl.JcclException x = HostSplit.inWorldRanks(new org.jccl.PeerFailedException(1, "rank 1 exited", null), cross);
+        assertTrue(x instanceof org.jccl.PeerFailedException p && p.peerRank() == 3, x.toString());
+        assertEquals("rank 3 exited", x.getMessage());
+        assertEquals(3, x.peer());
+        // the local group [2, 3] of host b: local rank 0 is rank 2
+        assertEquals("rank 2's kernel timed out", HostSplit.inWorldRanks("rank 0's kernel timed out",
+                HostSplit.of(3, List.of("a", "a", "b", "b")).localGroup()));
+    }
 }
