@@ -68,13 +68,29 @@ public final class HierPrograms {
      * Runs a leg on the cross-host group (or the leaders, the same group on a host's first rank), whose
      * ranks are host indices: its failure names ranks in the whole communicator's numbering.
      */
-    private void crossLeg(Runnable leg) {
+    private HierPipeline.Leg crossLeg(java.util.function.Supplier<org.jccl.Work> leg) {
+        org.jccl.Work w;
         try {
-            leg.run();
+            w = leg.get();
         } catch (org.jccl.JcclException x) {
             throw HostSplit.inWorldRanks(x, crossRanks);
         }
+        return () -> {
+            try {
+                w.join();
+            } catch (org.jccl.JcclException x) {
+                throw HostSplit.inWorldRanks(x, crossRanks);
+            }
+        };
     }
+
+    /** A leg on {@code all} (ranks already in the whole communicator's numbering). */
+    private static HierPipeline.Leg allLeg(org.jccl.Work w) {
+        return w::join;
+    }
+
+    /** A step without a leg (a group of one). */
+    private static final HierPipeline.Leg NONE = () -> { };
 
     private MemorySegment seg(int slot, int half, long bytes) {
         return dev.slot(slot, half).asSlice(0, bytes);
@@ -140,13 +156,15 @@ public final class HierPrograms {
             }
 
             @Override
-            public void cross(int c, int slot) {
+            public HierPipeline.Leg cross(int c, int slot) {
                 Step st = steps.get(c);
                 long n = partCount(st);
                 Communicator comm = st.form() == Form.LEADER ? leaders : cross;
-                if (comm.size() > 1) {
-                    crossLeg(() -> comm.allReduce(Buffer.of(seg(slot, 0, n * eb), n, t), op));
+                if (comm.size() == 1) {
+                    return NONE;
                 }
+                MemorySegment m = seg(slot, 0, n * eb);
+                return crossLeg(() -> comm.allReduceAsync(Buffer.of(m, n, t), Buffer.of(m, n, t), op));
             }
 
             @Override
@@ -231,10 +249,10 @@ public final class HierPrograms {
             }
 
             @Override
-            public void cross(int c, int slot) {
+            public HierPipeline.Leg cross(int c, int slot) {
                 long k = steps.get(c).count();
                 MemorySegment s = seg(slot, 0, h * k * eb);
-                crossLeg(() -> cross.reduceScatter(Buffer.of(s, h * k, t), Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), op));
+                return crossLeg(() -> cross.reduceScatterAsync(Buffer.of(s, h * k, t), Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), op));
             }
 
             @Override
@@ -286,13 +304,13 @@ public final class HierPrograms {
             }
 
             @Override
-            public void cross(int c, int slot) {
+            public HierPipeline.Leg cross(int c, int slot) {
                 long k = steps.get(c).count();
                 if (equal) {
                     MemorySegment s = seg(slot, 0, h * k * eb);
-                    crossLeg(() -> cross.allGather(Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), Buffer.of(s, h * k, t)));
+                    return crossLeg(() -> cross.allGatherAsync(Buffer.of(s.asSlice(me * k * eb, k * eb), k, t), Buffer.of(s, h * k, t)));
                 } else {
-                    all.allGather(Buffer.of(seg(slot, 0, k * eb), k, t), Buffer.of(seg(slot, 1, size * k * eb), size * k, t));
+                    return allLeg(all.allGatherAsync(Buffer.of(seg(slot, 0, k * eb), k, t), Buffer.of(seg(slot, 1, size * k * eb), size * k, t)));
                 }
             }
 
@@ -373,9 +391,10 @@ public final class HierPrograms {
             }
 
             @Override
-            public void cross(int c, int slot) {
+            public HierPipeline.Leg cross(int c, int slot) {
                 long k = steps.get(c).count();
-                crossLeg(() -> leaders.broadcast(Buffer.of(seg(slot, 0, k * eb), k, t), rootHost));
+                MemorySegment m = seg(slot, 0, k * eb);
+                return crossLeg(() -> leaders.broadcastAsync(Buffer.of(m, k, t), Buffer.of(m, k, t), rootHost));
             }
 
             @Override
@@ -436,12 +455,13 @@ public final class HierPrograms {
             }
 
             @Override
-            public void cross(int c, int slot) {
+            public HierPipeline.Leg cross(int c, int slot) {
                 long k = steps.get(c).count();
                 Buffer b = Buffer.of(seg(slot, 0, k * eb), k, t);
-                if (leaders.size() > 1) {
-                    crossLeg(() -> leaders.reduce(b, b, op, rootHost));
+                if (leaders.size() == 1) {
+                    return NONE;
                 }
+                return crossLeg(() -> leaders.reduceAsync(b, b, op, rootHost));
             }
 
             @Override
@@ -496,9 +516,9 @@ public final class HierPrograms {
             }
 
             @Override
-            public void cross(int c, int slot) {
+            public HierPipeline.Leg cross(int c, int slot) {
                 long k = steps.get(c).count();
-                all.allToAll(Buffer.of(seg(slot, 0, size * k * eb), size * k, t), Buffer.of(seg(slot, 1, size * k * eb), size * k, t));
+                return allLeg(all.allToAllAsync(Buffer.of(seg(slot, 0, size * k * eb), size * k, t), Buffer.of(seg(slot, 1, size * k * eb), size * k, t)));
             }
 
             @Override

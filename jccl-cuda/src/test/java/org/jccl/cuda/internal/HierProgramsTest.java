@@ -341,7 +341,8 @@ class HierProgramsTest {
 
     @Test
     void pipelineKeepsSlotsInFlight() throws Exception {
-        // 2 x 2, slice form, 3 slots, steps of 4 KiB: the first three steps are copied out before the first crosses hosts.
+        // 2 x 2, slice form, 3 slots, steps of 4 KiB: the first three steps are copied out before the first crosses hosts,
+        // and every started step's leg is queued before the thread waits for the oldest.
         ranks(SHAPES[0], 4096, 3, 0, (rank, p, a, dev) -> {
             long count = 1024 * 8;
             MemorySegment send = fill(a, DataType.INT32, count, k -> value(rank, k));
@@ -350,9 +351,11 @@ class HierProgramsTest {
             p.allReduce(send.address(), recv.address(), count, DataType.INT32, ReduceOp.SUM);
             check("pipelined", recv, DataType.INT32, count, k -> sumAt(4, k));
             List<String> t = dev.trace;
-            assertEquals(List.of("out0", "out1", "out2", "await0", "in0", "release0", "out0", "await1"), t.subList(0, 8),
-                    "three steps out before the first await; slot 0 reused only after its release: " + t);
-            assertTrue(t.size() > 8);
+            // the three legs are queued (each after its await) before the first is joined and copied in; slot 0 is reused
+            // only after its release, and its next leg queued before step 1's copies in
+            assertEquals(List.of("out0", "out1", "out2", "await0", "await1", "await2", "in0", "release0", "out0", "await0", "in1"),
+                    t.subList(0, 11), "three steps out and their legs queued before the first copy in: " + t);
+            assertTrue(t.size() > 11);
         });
     }
 }
