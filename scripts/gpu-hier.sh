@@ -17,10 +17,13 @@
 #   perf   all_reduce 8 B..1 GB, 2 emulated hosts x 2 GPUs and 4 x 1: jccl (hierarchical), jccl staged
 #          (JCCL_CUDA_HIER=0), NCCL default sockets, NCCL 4 threads x 4 sockets (NCCL_HOSTID per process,
 #          NCCL_SOCKET_IFNAME=lo, NCCL_NVLS_ENABLE=0, NCCL_MNNVL_ENABLE=0)          -> $OUT/hier-perf.txt
-# Suggested calls (each under 10 minutes): `scripts/gpu-hier.sh check kill`, `scripts/gpu-hier.sh perf`.
+# Suggested calls (each under 10 minutes): `scripts/gpu-hier.sh check kill`, `scripts/gpu-hier.sh perf`. One short
+# call (~6-8 min) for reduce_scatter in 2x2 and 4x1, the kill check and the 2x2 perf beside NCCL (4 files in $OUT):
+#   T=60 CHECK_SHAPES="4:a,a,b,b 4:a,b,c,d" CHECK_COLLS="reduce_scatter all_reduce" CHECK_EXTRA=0 PERF_SHAPES=2x2 \
+#       PERF_MAX=256M scripts/gpu-hier.sh check kill perf
 # Environment: OUT (default /tmp/gpu-hier-out), CLI (default .device/cli/jccl-cli.jar), PERF_MAX (1G),
 # PERF_SHAPES ("2x2 4x1"), CHECK_SHAPES ("4:a,a,b,b 4:a,b,a,b 4:a,b,c,d 3:a,a,b 3:a,b,b"), CHECK_COLLS (all
-# seven), T (seconds per run, default 100). check runs 9 jobs per shape (JVM and GPU start each): with
+# seven), CHECK_EXTRA (1: also bfloat16 and 1-slot all_reduce per shape), T (seconds per run, default 100). check runs 9 jobs per shape (JVM and GPU start each): with
 # all five shapes it may not fit one 10-minute call; split it, e.g. CHECK_SHAPES="4:a,a,b,b 4:a,b,c,d".
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -84,6 +87,7 @@ phase_check() {
         for c in $colls; do
             run "$1" "$log" JCCL_HOSTID="$2" JCCL_CUDA_HIER_CHUNK=256K -- "$c" --device cuda -b 12 -e 16M -f 3 -c 1 -w 1 -n 2 || worst=1
         done
+        [ "${CHECK_EXTRA:-1}" = 1 ] || continue
         run "$1" "$log" JCCL_HOSTID="$2" -- all_reduce --device cuda -d bfloat16 -b 8 -e 16M -f 8 -c 1 -w 1 -n 2 || worst=1
         run "$1" "$log" JCCL_HOSTID="$2" JCCL_CUDA_HIER_SLOTS=1 -- all_reduce --device cuda -b 1M -e 32M -f 4 -c 1 -w 1 -n 2 || worst=1
     done
@@ -115,6 +119,13 @@ phase_kill() {
     echo "### job ended $((SECONDS - k)) s after the kill (rc=$?)" >> "$log"
     grep -E 'failed|PeerFailed|rank 3' "$log" | grep -v '^###' | head -n 12
     tail -n 1 "$log"
+    # Verdict: every GPU communicator's failure names the victim as rank 3 (world numbering), never another peer.
+    local lines named
+    lines=$(grep -cE 'GPU [A-Za-z]+ across hosts failed' "$log")
+    named=$(grep -E 'GPU [A-Za-z]+ across hosts failed' "$log" | sed -E 's/^\[[0-9]+\] jccl perf: rank [0-9]+: rank [0-9]+: //' \
+        | grep -E 'failed: .*rank 3\b' | grep -cvE 'failed: [^(]*\brank [012] \(host')
+    echo "kill: $lines GPU failure line(s), $named naming rank 3 and no other peer (all must)" | tee -a "$log"
+    [ "$lines" -gt 0 ] && [ "$lines" = "$named" ]
 }
 
 phase_perf() {
