@@ -13,6 +13,7 @@ import org.jccl.InvalidUsageException;
 import org.jccl.ReduceOp;
 import org.jccl.cuda.internal.CudaDriver;
 import org.jccl.cuda.internal.GpuSettings;
+import org.jccl.cuda.internal.HostSplit;
 import org.jccl.cuda.internal.InProcessExchange;
 import org.jccl.cuda.internal.IpcExchange;
 import org.jccl.cuda.internal.KernelArgs;
@@ -22,6 +23,8 @@ import org.jccl.cuda.internal.SignalArea;
 import org.jccl.internal.config.Settings;
 import org.jccl.internal.log.Log;
 import org.jccl.internal.topo.GpuMapping;
+import org.jccl.internal.topo.NicAssignment;
+import org.jccl.internal.topo.Topologies;
 
 /**
  * Creation of {@link CudaCommunicator}s: the checks of the device list, the choice between peer
@@ -112,23 +115,34 @@ final class CommunicatorFactory {
     static CudaCommunicator create(Communicator host, CudaDevice device, Config config) {
         int n = host.size();
         int rank = host.rank();
-        if (n > MAX_RANKS) {
-            throw new IllegalArgumentException("jccl's GPU communicator spans at most " + MAX_RANKS + " GPUs (one NVLink domain);"
-                    + " the host communicator has " + n + " ranks");
-        }
         Communicator own = host.dup();
         try {
             device.makeCurrent();
             // Before any memory is allocated or mapped: every rank's GPU and host identity in one all-gather; two ranks of one
             // host on one GPU fail here, on every rank alike.
             List<GpuMapping.Claim> claims = GpuClaims.exchange(own, device, config, "CudaCommunicator.create");
+            List<String> keys = new ArrayList<>();
+            for (GpuMapping.Claim c : claims) {
+                keys.add(c.hostKey());
+            }
+            HostSplit split = HostSplit.of(rank, keys);
+            int[] hierOff = {Settings.CUDA_HIER.getBool(config) ? 0 : 1};
+            if (split.multiHost()) {
+                own.allReduce(hierOff, ReduceOp.MAX); // every rank takes the same path
+                if (hierOff[0] == 0) {
+                    return hier(own, device, config, split);
+                }
+            }
+            if (n > MAX_RANKS && !split.multiHost()) {
+                throw new IllegalArgumentException("jccl's GPU communicator spans at most " + MAX_RANKS + " GPUs of one host (one NVLink"
+                        + " domain); the host communicator has " + n + " ranks on one host");
+            }
             // Every rank must take the same path: agree on one host and on peer access first.
             String why = Settings.CUDA_P2P_DISABLE.getBool(config) ? "JCCL_CUDA_P2P_DISABLE=1 (or NCCL_P2P_DISABLE=1) is set" : null;
             for (int q = 0; q < n && why == null; q++) {
                 if (!claims.get(q).hostKey().equals(claims.get(rank).hostKey())) {
                     why = "rank " + q + " runs on another host (" + claims.get(q).host() + (claims.get(q).host().equals(
-                            claims.get(rank).host()) ? ", another host identity by JCCL_HOSTID" : "") + "); GPUDirect RDMA between"
-                            + " hosts is not built yet";
+                            claims.get(rank).host()) ? ", another host identity by JCCL_HOSTID" : "") + ") and JCCL_CUDA_HIER=0";
                 }
             }
             int[] disabled = {why == null ? 0 : 1};
@@ -160,6 +174,65 @@ final class CommunicatorFactory {
             own.abort();
             throw e;
         }
+    }
+
+    /**
+     * The hierarchical communicator of ranks on several hosts: the host communicator {@code own} split
+     * into the local group (host index, by rank) and the cross-host group (local index, by host index),
+     * a GPU communicator over the local group (CUDA IPC + P2P, or staged where peers cannot map each
+     * other), the cross-host legs over the host transports. {@code own} becomes the whole group's host
+     * communicator (alltoall, send/recv between hosts, failure watch).
+     */
+    private static CudaCommunicator hier(Communicator own, CudaDevice device, Config config, HostSplit split) {
+        int rank = split.rank();
+        int localMax = 0;
+        for (int h = 0; h < split.hosts(); h++) {
+            localMax = Math.max(localMax, split.members(h).length);
+        }
+        if (localMax > MAX_RANKS) {
+            throw new IllegalArgumentException("jccl's GPU communicator spans at most " + MAX_RANKS + " GPUs per host (one NVLink domain);"
+                    + " " + split.describe() + " has " + localMax + " on one host");
+        }
+        GpuSettings.from(config); // bad JCCL_CUDA_* values fail here, as on the other paths
+        Communicator localHost = own.split(split.localColorKey()[0], split.localColorKey()[1]);
+        Communicator cross = own.split(split.crossColorKey()[0], split.crossColorKey()[1]);
+        CudaCommunicator local = null;
+        try {
+            if (split.localSize() > 1) {
+                local = create(localHost, device, config);
+            }
+        } finally {
+            localHost.close(); // create() works on a dup of its own
+        }
+        long chunk = Settings.CUDA_HIER_CHUNK.getLong(config);
+        int slots = Settings.CUDA_HIER_SLOTS.getInt(config);
+        long wholeMax = Settings.CUDA_HIER_WHOLE_MAX.getLong(config);
+        String how = "GPU communicator: rank " + rank + " of " + split.size() + " on " + device + " " + device.uuid() + "; "
+                + split.describe() + "; " + split.groups() + "; in the host "
+                + (local == null ? "alone" : local.stagedBecause() == null ? "CUDA IPC + P2P kernels" : "staged (" + local.stagedBecause() + ")")
+                + "; across hosts jccl's host transports; " + nic(config, split) + "; " + gpuDirect()
+                + "; steps of at most " + chunk + " bytes, " + slots + " in flight";
+        device.makeCurrent();
+        HierCommunicator c = new HierCommunicator(split, device, local, cross, own, chunk, slots, wholeMax, how);
+        Log.info(Log.Subsys.INIT, rank, how);
+        return c;
+    }
+
+    /** This rank's NIC by jccl's assignment (the GPU's nearest), for the INFO line. */
+    private static String nic(Config config, HostSplit split) {
+        try {
+            List<NicAssignment.Choice> c = NicAssignment.forLocalRank(Topologies.forHost(config), split.myLocal(), split.localSize(),
+                    System.getenv("CUDA_VISIBLE_DEVICES"), Settings.CUDA_DEVICE.getString(config), Settings.IB_HCA.getString(config));
+            return c.isEmpty() ? "NIC: none found on this host (the host transports pick their own interface)" : "NIC " + c.get(0);
+        } catch (RuntimeException e) {
+            return "NIC unknown (" + e.getMessage() + ")";
+        }
+    }
+
+    /** Why the cross-host legs stage through pinned host memory. */
+    static String gpuDirect() {
+        return "staging through pinned host memory, no GPUDirect RDMA: no jccl transport takes GPU memory yet (Endpoint.memoryTypes"
+                + " is HOST for LOCAL, SHM and TCP)";
     }
 
     /** createAll without peer access: ranks exchange through pinned host memory and in-process host communicators. */

@@ -36,7 +36,7 @@ import org.jccl.JcclException;
  * ({@code PeerCommunicator}) and the host-staged one ({@code StagedCommunicator}); the group of
  * either is {@code DeviceGroup}.
  */
-public abstract sealed class CudaCommunicator implements DeviceCommunicator permits PeerCommunicator, StagedCommunicator {
+public abstract sealed class CudaCommunicator implements DeviceCommunicator permits PeerCommunicator, StagedCommunicator, HierCommunicator {
     final int rank;
     final int size;
     final CudaDevice device;

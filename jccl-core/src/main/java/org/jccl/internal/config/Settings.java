@@ -186,6 +186,20 @@ public final class Settings {
     public static final Setting CUDA_ALLTOALL = Setting.define("JCCL_CUDA_ALLTOALL", null, STRING, "auto", 0, 0,
             "GPU all-to-all: auto, split (the blocks split over the peers: every link busy at once) or serial (one peer after"
                     + " another, in an order rotated by rank)");
+    public static final Setting CUDA_HIER = Setting.define("JCCL_CUDA_HIER", null, BOOL, "1", 0, 0,
+            "GPU communicators spanning hosts (host identity as JCCL_HOSTID sets it): 1 runs hierarchical collectives (jccl's"
+                    + " kernels inside each host, the host transports between hosts, pipelined in JCCL_CUDA_HIER_CHUNK steps);"
+                    + " 0 stages every collective whole through pinned host memory");
+    public static final Setting CUDA_HIER_CHUNK = Setting.define("JCCL_CUDA_HIER_CHUNK", null, BYTES, "8M", 4096, 1L << 32,
+            "hierarchical GPU collectives: the largest part of the vector one pipeline step moves (smaller messages are cut into"
+                    + " JCCL_CUDA_HIER_SLOTS steps of at least 256 KiB)");
+    public static final Setting CUDA_HIER_SLOTS = Setting.define("JCCL_CUDA_HIER_SLOTS", null, INT, "4", 1, 16,
+            "hierarchical GPU collectives: pipeline steps in flight (pinned host slots): copies, network and kernels of"
+                    + " different steps overlap");
+    public static final Setting CUDA_HIER_WHOLE_MAX = Setting.define("JCCL_CUDA_HIER_WHOLE_MAX", null, BYTES, "128K", 0, 1L << 30,
+            "hierarchical GPU all-reduce: up to this size each host all-reduces the whole vector and every GPU all-reduces it"
+                    + " across hosts (fewest steps); above it, each GPU carries 1/L of it across hosts (reduce-scatter, all-reduce,"
+                    + " all-gather)");
     public static final Setting NCCL_LIBRARY = Setting.define("JCCL_NCCL_LIBRARY", null, STRING, null, 0, 0,
             "path of libnccl.so.2 for --backend nccl; default: the loader path, then the nvidia-nccl Python wheels");
 

@@ -48,4 +48,15 @@ public final class HostPeers {
         }
         return new Layout(CommunicatorFactory.hostHash(Config.fromEnvironment(), comm.rank(), comm.size()), Log.host(), -1, -1);
     }
+
+    /**
+     * Why {@code comm} has failed, or null while it has not: its abort cause, set by this rank's own
+     * failure or abort, or by its control plane when a peer died (heartbeats, naming the rank, within
+     * JCCL_PEER_TIMEOUT) or aborted, whether or not an operation is running. For jccl-cuda, whose
+     * hierarchical GPU collectives wait for the GPU and must learn of a dead rank meanwhile. Null for a
+     * communicator jccl did not make.
+     */
+    public static org.jccl.JcclException failure(Communicator comm) {
+        return comm instanceof CommunicatorImpl c ? c.abortCause() : null;
+    }
 }

@@ -3,7 +3,6 @@ package org.jccl.cuda.internal;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.Map;
 import org.jccl.Buffer;
 import org.jccl.Communicator;
@@ -17,7 +16,8 @@ import org.jccl.internal.log.Log;
 /**
  * The exchange between processes: each rank's buffers travel as CUDA IPC handles (the handle of
  * the allocation that holds the buffer, plus the offset) over a host communicator of its own; the
- * receiving side maps each allocation once with cuIpcOpenMemHandle and caches the mapping.
+ * receiving side maps each allocation once with cuIpcOpenMemHandle and caches the mapping ({@link
+ * IpcMappings}: a peer's freed and reallocated scratch closes the stale mapping before the new one opens).
  *
  * <p>Collectives: one fixed 192-byte record per rank and operation (epoch, the call's mismatch guard
  * word, the two buffer references), through a {@link ShmMailbox}
@@ -35,6 +35,8 @@ public final class IpcExchange implements Exchange {
     /** epoch, the mismatch guard's word of the call (OpGuard), in, out. */
     private static final int RECORD_BYTES = 16 + 2 * REF_BYTES;
     private static final int REFS = 16;
+    /** A receive's record: sequence number, reference, receive size. */
+    private static final int P2P_BYTES = 8 + REF_BYTES + 8;
 
     private final Communicator host;
     private final int rank;
@@ -42,7 +44,25 @@ public final class IpcExchange implements Exchange {
     private final long ownSignal;
     private final long[] peerSignals;
     private final int maxBlocks;
-    private final Map<String, Long> mapped = new HashMap<>();
+    /** The peers' signal areas, opened once and kept until close. */
+    private final java.util.List<Long> signalMaps = new java.util.ArrayList<>();
+    /** The peers' buffers mapped through CUDA IPC. */
+    private final IpcMappings mapped = new IpcMappings(new IpcMappings.Driver() {
+        @Override
+        public long open(byte[] handle) {
+            return CudaDriver.ipcOpenMemHandle(handle);
+        }
+
+        @Override
+        public void close(long base) {
+            CudaDriver.ipcCloseMemHandle(base);
+        }
+
+        @Override
+        public void quiesce() {
+            CudaDriver.ctxSynchronize();
+        }
+    });
     /** Ranks living in this JVM (raw pointers work between them). */
     private final boolean[] sameProcess;
     /** Published, not yet resolved collectives of this rank: record, own in, own out. */
@@ -94,7 +114,7 @@ public final class IpcExchange implements Exchange {
         boolean[] same = new boolean[n];
         int maxBlocks = KernelArgs.MAX_BLOCKS;
         Map<String, Integer> byUuid = new HashMap<>();
-        Map<String, Long> opened = new HashMap<>();
+        java.util.List<Long> opened = new java.util.ArrayList<>();
         // Pass 1: identities. Two ranks on one GPU are refused before anything is mapped.
         for (int q = 0; q < n; q++) {
             ByteBuffer r = ByteBuffer.wrap(all, q * idBytes, idBytes).order(ByteOrder.LITTLE_ENDIAN);
@@ -135,11 +155,11 @@ public final class IpcExchange implements Exchange {
                 peers[q] = raw;
             } else {
                 peers[q] = CudaDriver.ipcOpenMemHandle(h);
-                opened.put(HexFormat.of().formatHex(h), peers[q]);
+                opened.add(peers[q]);
             }
         }
         IpcExchange ex = new IpcExchange(host, signal, peers, maxBlocks, same);
-        ex.mapped.putAll(opened);
+        ex.signalMaps.addAll(opened);
         java.nio.file.Path dir = java.nio.file.Path.of(org.jccl.internal.config.Settings.SHM_DIR.getString(config));
         if (!org.jccl.internal.config.Settings.CUDA_IPC_MAILBOX.getBool(config)) {
             Log.info(Log.Subsys.INIT, rank, "GPU collectives exchange their buffers' handles over the host communicator"
@@ -222,12 +242,11 @@ public final class IpcExchange implements Exchange {
         if (sameProcess[peer]) {
             return raw;
         }
-        String key = HexFormat.of().formatHex(h);
-        Long base = mapped.get(key);
-        if (base == null) {
-            base = CudaDriver.ipcOpenMemHandle(h);
-            mapped.put(key, base);
-            Log.trace(Log.Subsys.P2P, rank, "mapped " + size + " bytes of rank " + peer + " through CUDA IPC");
+        int before = mapped.opened();
+        long base = mapped.map(peer, h, raw - offset, size);
+        if (mapped.opened() != before) {
+            Log.trace(Log.Subsys.P2P, rank, "mapped " + size + " bytes of rank " + peer + " through CUDA IPC (" + mapped.held()
+                    + " held, " + mapped.closedStale() + " stale closed)");
         }
         return base + offset;
     }
@@ -310,6 +329,7 @@ public final class IpcExchange implements Exchange {
                 throw m;
             }
         }
+        mapped.beginOperation();
         for (int q = 0; q < n; q++) {
             if (q == rank) {
                 continue;
@@ -342,11 +362,11 @@ public final class IpcExchange implements Exchange {
     @Override
     public void publishRecv(int rank, int src, long seq, long address, long bytes) {
         check();
-        byte[] rec = new byte[8 + REF_BYTES];
+        byte[] rec = new byte[P2P_BYTES];
         ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).putLong(0, seq);
         ref(rec, 8, address);
-        // the receive size travels as the allocation size field's neighbour: overwrite with the buffer size
-        ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).putLong(8 + CudaDriver.IPC_HANDLE_BYTES + 8, bytes);
+        // the receive size travels after the reference (whose size field is the allocation's: IpcMappings needs its range)
+        ByteBuffer.wrap(rec).order(ByteOrder.LITTLE_ENDIAN).putLong(8 + REF_BYTES, bytes);
         if (src == rank) {
             selfRecv.put(seq, new long[] {address, bytes});
             return;
@@ -362,6 +382,7 @@ public final class IpcExchange implements Exchange {
     @Override
     public void prepareSends(int rank, int[] peers, long[] seqs) {
         check();
+        mapped.beginOperation(); // the group's sends are resolved next, then launched as one kernel
         java.util.List<Work> works = new java.util.ArrayList<>();
         byte[][] recs = new byte[peers.length][];
         // One host group: every rank's notices and requests are posted together.
@@ -371,7 +392,7 @@ public final class IpcExchange implements Exchange {
             }
             for (int i = 0; i < peers.length; i++) {
                 if (peers[i] != rank) {
-                    recs[i] = new byte[8 + REF_BYTES];
+                    recs[i] = new byte[P2P_BYTES];
                     works.add(host.recvAsync(Buffer.of(recs[i]), peers[i]));
                 }
             }
@@ -408,9 +429,9 @@ public final class IpcExchange implements Exchange {
         if (s != seq) {
             throw new JcclException(ErrorCode.MISMATCH, "rank " + rank + ": send #" + seq + " to rank " + dst + " met its recv #" + s);
         }
-        long bytes = b.getLong(8 + CudaDriver.IPC_HANDLE_BYTES + 8);
-        // map() reads (handle, offset, size): size must be non-zero for a real buffer
-        long addr = bytes == 0 && b.getLong(8 + CudaDriver.IPC_HANDLE_BYTES) == 0 ? 0 : map(rec, 8, dst);
+        long bytes = b.getLong(8 + REF_BYTES);
+        // map() reads (handle, offset, allocation size): zero for a null buffer
+        long addr = map(rec, 8, dst);
         return new long[] {addr, bytes};
     }
 
@@ -430,14 +451,17 @@ public final class IpcExchange implements Exchange {
 
     @Override
     public void close() {
-        for (long base : mapped.values()) {
+        for (String e : mapped.closeAll()) {
+            Log.warn(Log.Subsys.P2P, rank, "cuIpcCloseMemHandle: " + e);
+        }
+        for (long base : signalMaps) {
             try {
                 CudaDriver.ipcCloseMemHandle(base);
             } catch (RuntimeException e) {
                 Log.warn(Log.Subsys.P2P, rank, "cuIpcCloseMemHandle: " + e.getMessage());
             }
         }
-        mapped.clear();
+        signalMaps.clear();
         if (mailbox != null) {
             mailbox.close();
         }
