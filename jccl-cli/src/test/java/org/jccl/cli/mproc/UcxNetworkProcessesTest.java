@@ -20,7 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * UCX between "hosts" that are network namespaces joined by veth pairs and a bridge ({@link NetNamespaces}), each
- * with its own host name (so its own host identity): ranks reach each other only over UCX's tcp on the namespaces'
+ * with its own host identity ({@code JCCL_HOSTID}: the namespaces share the boot id and host name): ranks reach each other only over UCX's tcp on the namespaces'
  * interface ({@code JCCL_NET=UCX}, {@code JCCL_UCX_TLS=tcp}, {@code UCX_NET_DEVICES=jccl0}, shared memory off). Every
  * collective is right (CollectiveCheck), and a partition (one rank's switch port down mid-run) ends every rank with
  * the bounded, named JcclTimeoutException within half to twice {@code JCCL_PEER_TIMEOUT}, as over jccl's TCP. Needs
@@ -42,6 +42,8 @@ class UcxNetworkProcessesTest {
         e.put("JCCL_SOCKET_IFNAME", NetNamespaces.IFNAME);
         e.put("JCCL_SHM_DISABLE", "1"); // the namespaces share /dev/shm: the data must cross the network
         e.put("JCCL_NET", "UCX");
+        // Each namespace a host of its own: jccl's host identity is the boot id and host name, which the namespaces share.
+        e.put("JCCL_HOSTID", String.join(",", java.util.stream.IntStream.range(0, ranks).mapToObj(i -> "ns" + i).toList()));
         e.put("JCCL_UCX_TLS", "tcp");
         e.put("UCX_NET_DEVICES", NetNamespaces.IFNAME);
         e.put("JCCL_PEER_TIMEOUT", Integer.toString(timeoutSeconds));
@@ -75,7 +77,7 @@ class UcxNetworkProcessesTest {
         try (NetNamespaces net = NetNamespaces.create(ranks); Processes procs = new Processes()) {
             String token = Processes.newToken();
             for (int r = 0; r < ranks; r++) {
-                procs.start("rank" + r, net.inHost(r, "ucxhost" + r, Processes.collectiveCheck("--counts", "0,7,1000,300001", "--types",
+                procs.start("rank" + r, net.inHost(r, Processes.collectiveCheck("--counts", "0,7,1000,300001", "--types",
                         "float32,int32,bf16", "--reduce-ops", "sum,max,avg")), env(token, r, ranks, 10));
             }
             List<Integer> codes = procs.waitAll(Duration.ofSeconds(200));
@@ -113,7 +115,7 @@ class UcxNetworkProcessesTest {
         try (NetNamespaces net = NetNamespaces.create(ranks); Processes procs = new Processes()) {
             String token = Processes.newToken();
             for (int r = 0; r < ranks; r++) {
-                procs.start("rank" + r, net.inHost(r, "ucxhost" + r, Processes.javaMain(LoopRank.class.getName(), "65536",
+                procs.start("rank" + r, net.inHost(r, Processes.javaMain(LoopRank.class.getName(), "65536",
                         dir.resolve("stop").toString())), env(token, r, ranks, timeout));
             }
             await(procs, Duration.ofSeconds(90), "every rank READY and looping", p -> everyRank(p, ranks, o -> o.contains("\nOK ")));
@@ -125,6 +127,7 @@ class UcxNetworkProcessesTest {
                 pids[r] = Long.parseLong(m.group(1));
             }
             Thread.sleep(2000);
+            String host = org.jccl.internal.log.Log.host();
             long before = System.currentTimeMillis();
             net.cut(2);
             long after = System.currentTimeMillis();
@@ -140,7 +143,7 @@ class UcxNetworkProcessesTest {
                         + " ms after the cut (JCCL_PEER_TIMEOUT " + timeout + " s)\n" + out);
                 String msg = m.group(2);
                 int lost = r == 2 ? 0 : 2;
-                assertTrue(msg.contains("rank " + lost + " (host ucxhost" + lost + ", pid " + pids[lost] + ") sent nothing on the control"
+                assertTrue(msg.contains("rank " + lost + " (host " + host + ", pid " + pids[lost] + ") sent nothing on the control"
                         + " channel for "), msg);
                 assertTrue(msg.contains("cut off by the network"), msg);
                 assertTrue(!out.contains("WRONG"), out);
