@@ -24,6 +24,12 @@ class UcxShmConformanceTest extends CollectiveConformance {
                 .with("JCCL_UCX_SAME_HOST", "1").with("JCCL_UCX_TLS", "posix,cma,self");
     }
 
+    /** 2-4 ranks (the tcp variant runs the whole sweep): enough for every algorithm, and it keeps CI short. */
+    @Override
+    protected int[] ranks() {
+        return new int[] {2, 3, 4};
+    }
+
     @Override
     protected String transport() {
         return "UCX posix,cma,self";
