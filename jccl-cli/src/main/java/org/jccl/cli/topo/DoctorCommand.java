@@ -91,7 +91,7 @@ public final class DoctorCommand implements Callable<Integer> {
         }
         List<Interfaces.Nic> nics = interfaces != null ? interfaces : Interfaces.systemInterfaces();
         Doctor.Report r = Doctor.run(new Doctor.Input(t, env, n, nics, HostView.probe(config, root), perRank, localRank));
-        if (root == null) {
+        if (root == null && UcxLine.thisHost(env)) {
             List<Doctor.Finding> all = new java.util.ArrayList<>(r.findings());
             all.add(UcxLine.finding(t));
             r = new Doctor.Report(r.host(), r.localRanks(), all);

@@ -9,6 +9,15 @@ final class UcxLine {
     private UcxLine() {
     }
 
+    /**
+     * Whether the command describes this host (no {@code --root}, no saved topology in JCCL_TOPO_FILE): only then is
+     * the UCX this process can load the one to report.
+     */
+    static boolean thisHost(java.util.Map<String, String> env) {
+        String f = env.get("JCCL_TOPO_FILE");
+        return f == null || f.isBlank();
+    }
+
     /** "UCX: UCX 1.13.1 (...): transports tcp/lo, ...; CUDA memory: no" or "UCX: unavailable: why". */
     static String topoLine() {
         return "UCX: " + Ucx.status().describe();
