@@ -29,6 +29,9 @@ import org.jccl.spi.TransportContext;
  * (a UCX endpoint) per peer, and the registrations ({@link RegistrationCache} over {@code ucp_mem_map}).
  */
 final class UcxEndpoint implements Endpoint {
+    /** An unstarted thread: memory it may access is memory any thread may access (not a confined arena's). */
+    private static final Thread ANOTHER_THREAD = Thread.ofPlatform().unstarted(() -> { });
+
     /** Registered bytes per rank before unreferenced registrations are evicted. */
     static final long REGISTRATION_BOUND = 4L << 30;
 
@@ -180,7 +183,15 @@ final class UcxEndpoint implements Endpoint {
     @Override
     public RegisteredRegion register(MemorySegment memory) throws IOException {
         if (!memory.isNative()) {
-            throw new IllegalArgumentException("UCX registers native memory only, not a heap array");
+            throw new IllegalArgumentException("UCX: cannot register a heap segment (" + memory.byteSize() + " bytes): registered memory must"
+                    + " be native (Arena.ofShared(), Arena.ofAuto(), Arena.global()); heap arrays are staged by the runtime");
+        }
+        if (!memory.scope().isAlive()) {
+            throw new IllegalArgumentException("UCX: cannot register memory of an arena that is already closed");
+        }
+        if (!memory.isAccessibleBy(ANOTHER_THREAD)) {
+            throw new IllegalArgumentException("UCX: cannot register memory of a confined arena: operations run on the caller's thread or"
+                    + " the operation thread, so allocate it with Arena.ofShared(), Arena.ofAuto() or Arena.global()");
         }
         if (memory.byteSize() == 0) {
             throw new IllegalArgumentException("UCX cannot register an empty segment");

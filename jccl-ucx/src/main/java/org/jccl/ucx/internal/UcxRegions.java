@@ -160,13 +160,13 @@ final class UcxRegions {
     /** Decodes and checks a packed key for {@code conn}, whose peer is {@code peer}; the worker's lock is held. */
     static Remote unpack(UcxConnection conn, byte[] key, int peer) throws IOException {
         if (key == null || key.length < HEADER) {
-            throw new IllegalArgumentException("not a UCX region key: " + (key == null ? "null" : key.length + " bytes, shorter than its "
-                    + HEADER + "-byte header"));
+            throw new IllegalArgumentException("not a UCX remote key (" + (key == null ? "null" : key.length + " bytes, shorter than its "
+                    + HEADER + "-byte header") + "): a remote key is understood only by the transport that made it");
         }
         ByteBuffer b = ByteBuffer.wrap(key).order(ByteOrder.LITTLE_ENDIAN);
         int magic = b.getInt();
         if (magic != MAGIC) {
-            throw new IllegalArgumentException("not a UCX region key (it was made by another transport)");
+            throw new IllegalArgumentException("not a UCX remote key: a remote key is understood only by the transport that made it");
         }
         int owner = b.getInt();
         int hash = b.getInt();
@@ -177,8 +177,8 @@ final class UcxRegions {
             throw new IllegalArgumentException("malformed UCX region key: its rkey length " + n + " does not match its " + key.length + " bytes");
         }
         if (owner != peer) {
-            throw new IllegalArgumentException("the UCX region key was registered by rank " + owner + ", not by this connection's peer, rank "
-                    + peer);
+            throw new IllegalArgumentException("UCX: the remote key was registered by rank " + owner + ", not by this connection's peer, rank "
+                    + peer + ": unpack a key on the connection to the rank that registered it");
         }
         if (hash != conn.endpoint().peerAddressHash(peer)) {
             throw new IllegalArgumentException("the UCX region key of rank " + owner
