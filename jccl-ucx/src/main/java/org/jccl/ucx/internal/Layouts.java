@@ -69,6 +69,11 @@ final class Layouts {
     static final int UCP_OP_ATTR_FIELD_RECV_INFO = 1 << 7;
     static final int UCP_OP_ATTR_FIELD_MEMH = 1 << 8;
     static final int UCP_OP_ATTR_FLAG_NO_IMM_CMPL = 1 << 16;
+    static final int UCP_OP_ATTR_FIELD_DATATYPE = 1 << 3;
+    static final long REQ_DATATYPE = 24;
+    /** ucp_dt_make_iov(): UCP_DATATYPE_IOV; count is then the number of ucp_dt_iov_t {void *buffer; size_t length} entries. */
+    static final long UCP_DATATYPE_IOV = 2;
+    static final long DT_IOV_SIZE = 16;
     static final int UCP_EP_CLOSE_FLAG_FORCE = 1;
 
     // ---------------------------------------------------------------- ucp_tag_recv_info_t (16 B)

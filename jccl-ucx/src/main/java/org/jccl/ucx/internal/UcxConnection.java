@@ -8,6 +8,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import org.jccl.spi.Connection;
+import org.jccl.spi.GuardMismatchException;
 import org.jccl.spi.P2pRequest;
 import org.jccl.spi.PeerInfo;
 import org.jccl.spi.RemoteRegion;
@@ -17,7 +18,10 @@ import org.jccl.spi.RemoteRegion;
  * messages as tagged sends and receives. The k-th message from rank s to this rank carries the tag
  * {@code s << 40 | k} (40 bits of sequence per direction, 24 of rank) and is received with the full mask, so
  * messages match in order per direction and never across peers, whatever UCX's own order. Requests are
- * polled ({@code ucp_request_check_status}, {@code ucp_tag_recv_request_test}); no callbacks. A receive whose
+ * polled ({@code ucp_request_check_status}, {@code ucp_tag_recv_request_test}); no callbacks. A message that belongs to
+ * a collective call carries the call's mismatch-guard word: sent and received as a two-entry IOV (the 8-byte word,
+ * then the data, no copy), and compared when the receive completes, before it is marked done; a different word fails
+ * the receive with a {@link GuardMismatchException} (also when the sizes differ too). A receive whose
  * message has another size fails naming both sizes; a request that UCX completes with an error (the peer
  * died, the link broke) fails, and {@link #progress()} throws an {@link IOException} naming the peer and
  * UCX's status, which the runtime reports as a PeerFailedException.
@@ -59,12 +63,46 @@ final class UcxConnection implements Connection {
         final long request;
         final boolean recv;
         final String what;
+        /** The IOV block of a guarded message (returned to the pool when UCX is done with it), or null. */
+        final MemorySegment block;
 
-        Posted(long request, boolean recv, String what) {
+        Posted(long request, boolean recv, String what, MemorySegment block) {
             this.request = request;
             this.recv = recv;
             this.what = what;
+            this.block = block;
         }
+    }
+
+    /** Bytes of one IOV block: two ucp_dt_iov_t entries, then the 8-byte guard word. */
+    private static final long BLOCK = 2 * Layouts.DT_IOV_SIZE + 8;
+    private static final long BLOCK_GUARD = 2 * Layouts.DT_IOV_SIZE;
+    private static final int BLOCKS_PER_CHUNK = 64;
+    /** Free IOV blocks (a guarded message in flight holds one). */
+    private final java.util.ArrayDeque<MemorySegment> blocks = new java.util.ArrayDeque<>();
+    /** ucp_request_param_t with DATATYPE = IOV, for guarded sends and (with NO_IMM_CMPL) guarded receives. */
+    private final long sendIovParams;
+    private final long recvIovParams;
+
+    private MemorySegment takeBlock() {
+        MemorySegment b = blocks.poll();
+        if (b == null) {
+            MemorySegment chunk = w.arena.allocate(BLOCK * BLOCKS_PER_CHUNK, 16);
+            for (int i = 1; i < BLOCKS_PER_CHUNK; i++) {
+                blocks.add(chunk.asSlice(i * BLOCK, BLOCK));
+            }
+            b = chunk.asSlice(0, BLOCK);
+        }
+        return b;
+    }
+
+    /** Fills a block: entry 0 the guard word's 8 bytes, entry 1 {@code data}. */
+    private static void fillBlock(MemorySegment b, long guard, MemorySegment data) {
+        b.set(JAVA_LONG, BLOCK_GUARD, guard);
+        b.set(JAVA_LONG, 0, b.address() + BLOCK_GUARD);
+        b.set(JAVA_LONG, 8, 8);
+        b.set(JAVA_LONG, Layouts.DT_IOV_SIZE, data.address());
+        b.set(JAVA_LONG, Layouts.DT_IOV_SIZE + 8, data.byteSize());
     }
 
     UcxConnection(UcxEndpoint endpoint, int rank, int peer, PeerInfo peerInfo, long ep) {
@@ -83,6 +121,14 @@ final class UcxConnection implements Connection {
         testInfoSeg = w.arena.allocate(Layouts.RECV_INFO_SIZE, 8);
         testInfo = testInfoSeg.address();
         flushParams = w.arena.allocate(Layouts.STRUCT_BYTES, 8).address();
+        MemorySegment si = w.arena.allocate(Layouts.STRUCT_BYTES, 8);
+        si.set(JAVA_INT, Layouts.REQ_OP_ATTR_MASK, Layouts.UCP_OP_ATTR_FIELD_DATATYPE);
+        si.set(JAVA_LONG, Layouts.REQ_DATATYPE, Layouts.UCP_DATATYPE_IOV);
+        sendIovParams = si.address();
+        MemorySegment ri = w.arena.allocate(Layouts.STRUCT_BYTES, 8);
+        ri.set(JAVA_INT, Layouts.REQ_OP_ATTR_MASK, Layouts.UCP_OP_ATTR_FIELD_DATATYPE | Layouts.UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
+        ri.set(JAVA_LONG, Layouts.REQ_DATATYPE, Layouts.UCP_DATATYPE_IOV);
+        recvIovParams = ri.address();
         MemorySegment c = w.arena.allocate(Layouts.STRUCT_BYTES, 8);
         c.set(JAVA_INT, Layouts.REQ_OP_ATTR_MASK, Layouts.UCP_OP_ATTR_FIELD_FLAGS);
         c.set(JAVA_INT, Layouts.REQ_FLAGS, Layouts.UCP_EP_CLOSE_FLAG_FORCE);
@@ -105,49 +151,88 @@ final class UcxConnection implements Connection {
 
     @Override
     public P2pRequest send(MemorySegment src) {
-        P2pRequest r = new P2pRequest(src, true);
+        return send(src, 0);
+    }
+
+    @Override
+    public P2pRequest recv(MemorySegment dst) {
+        return recv(dst, 0);
+    }
+
+    @Override
+    public P2pRequest send(MemorySegment src, long guard) {
+        P2pRequest r = new P2pRequest(src, true, guard);
         long size = src.byteSize();
         synchronized (w.lock) {
             checkUsable();
             long seq = sendSeq++;
-            long p = ucp.tagSend(ep, src.address(), size, tag(rank, seq), sendParams);
-            if (p == 0) {
-                r.complete();
-            } else if (Status.isError(p)) {
-                fail(r, "send of " + size + " B (message " + seq + ")", Status.fromPtr(p));
+            String what = "send of " + size + " B (message " + seq + ")";
+            if (guard == 0) {
+                post(r, ucp.tagSend(ep, src.address(), size, tag(rank, seq), sendParams), what, null);
             } else {
-                r.transportState = new Posted(p, false, "send of " + size + " B (message " + seq + ")");
-                pending.add(r);
+                MemorySegment b = takeBlock();
+                fillBlock(b, guard, src);
+                post(r, ucp.tagSend(ep, b.address(), 2, tag(rank, seq), sendIovParams), what, b);
             }
         }
         return r;
     }
 
     @Override
-    public P2pRequest recv(MemorySegment dst) {
-        P2pRequest r = new P2pRequest(dst, false);
+    public P2pRequest recv(MemorySegment dst, long guard) {
+        P2pRequest r = new P2pRequest(dst, false, guard);
         long size = dst.byteSize();
         synchronized (w.lock) {
             checkUsable();
             long seq = recvSeq++;
-            long p = ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq), -1L, recvParams);
             String what = "receive of " + size + " B (message " + seq + ")";
+            long p;
+            MemorySegment b = null;
+            if (guard == 0) {
+                p = ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq), -1L, recvParams);
+            } else {
+                b = takeBlock();
+                fillBlock(b, 0, dst);
+                p = ucp.tagRecv(w.worker, b.address(), 2, tag(peer, seq), -1L, recvIovParams);
+            }
             if (p == 0) {
                 // not with NO_IMM_CMPL; were a UCX to do it anyway, the length would be unknown
+                if (b != null) {
+                    blocks.add(b);
+                }
                 protocolError(r, what + " completed at once although UCP_OP_ATTR_FLAG_NO_IMM_CMPL was set: this UCX ("
                         + ucp.version() + ") does not honour it");
-            } else if (Status.isError(p)) {
-                fail(r, what, Status.fromPtr(p));
             } else {
-                r.transportState = new Posted(p, true, what);
-                pending.add(r);
+                post(r, p, what, b);
             }
         }
         return r;
     }
 
-    private void finishRecv(P2pRequest r, String what, long got) {
-        if (got != r.size()) {
+    /** Checks a completed (or truncated) guarded receive's word; true when it failed the request with a mismatch. */
+    private boolean guardMismatch(P2pRequest r, MemorySegment block) {
+        if (block == null || r.guard() == 0) {
+            return false;
+        }
+        long theirs = block.get(JAVA_LONG, BLOCK_GUARD);
+        if (theirs != 0 && !GuardMismatchException.matches(r.guard(), theirs)) {
+            GuardMismatchException e = new GuardMismatchException(peer, r.guard(), theirs);
+            r.fail(e);
+            if (failure == null) {
+                failure = e;
+            }
+            return true;
+        }
+        return false;
+    }
+
+    private void finishRecv(P2pRequest r, String what, long got, MemorySegment block) {
+        if (guardMismatch(r, block)) {
+            return;
+        }
+        long want = r.size() + (block != null ? 8 : 0);
+        if (got != want) {
+            got -= block != null ? 8 : 0;
             protocolError(r, what + " got a message of " + got + " B: the ranks' calls differ in size");
         } else {
             r.complete();
@@ -203,12 +288,15 @@ final class UcxConnection implements Connection {
                 work++;
                 if (s == Status.OK) {
                     if (p.recv) {
-                        finishRecv(r, p.what, testInfoSeg.get(JAVA_LONG, Layouts.RECV_INFO_LENGTH));
+                        finishRecv(r, p.what, testInfoSeg.get(JAVA_LONG, Layouts.RECV_INFO_LENGTH), p.block);
                     } else {
                         r.complete();
                     }
-                } else {
+                } else if (!(p.recv && guardMismatch(r, p.block))) {
                     fail(r, p.what, s);
+                }
+                if (p.block != null) {
+                    blocks.add(p.block);
                 }
             }
             if (failure != null) {
@@ -255,12 +343,23 @@ final class UcxConnection implements Connection {
     }
 
     private void post(P2pRequest r, long p, String what) {
+        post(r, p, what, null);
+    }
+
+    /** Completes, fails or queues a posted operation by UCX's answer; the block (if any) goes back when UCX is done. */
+    private void post(P2pRequest r, long p, String what, MemorySegment block) {
         if (p == 0) {
             r.complete();
+            if (block != null) {
+                blocks.add(block);
+            }
         } else if (Status.isError(p)) {
             fail(r, what, Status.fromPtr(p));
+            if (block != null) {
+                blocks.add(block);
+            }
         } else {
-            r.transportState = new Posted(p, false, what);
+            r.transportState = new Posted(p, !r.isSend(), what, block);
             pending.add(r);
         }
     }
