@@ -23,6 +23,15 @@ class UcxTcpConformanceTest extends CollectiveConformance {
                 .with("JCCL_UCX_SAME_HOST", "1").with("JCCL_UCX_TLS", "tcp");
     }
 
+    /**
+     * 2, 3, 4 and 7 ranks (the suite's sweep without 1, which moves no message, and 8, whose power-of-two algorithms
+     * 4 ranks already take): the whole sweep took 200-280 s on the 2-core VM, too much of CI's budget.
+     */
+    @Override
+    protected int[] ranks() {
+        return new int[] {2, 3, 4, 7};
+    }
+
     @Override
     protected String transport() {
         return "UCX tcp";
