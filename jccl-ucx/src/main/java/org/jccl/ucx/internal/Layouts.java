@@ -49,6 +49,9 @@ final class Layouts {
     static final long EP_FIELD_MASK = 0;
     static final long EP_ADDRESS = 8;
     static final long EP_ERR_MODE = 16;
+    static final long EP_ERR_HANDLER_CB = 24;
+    static final long EP_ERR_HANDLER_ARG = 32;
+    static final long UCP_EP_PARAM_FIELD_ERR_HANDLER = 1L << 2;
     static final long EP_NAME = 80;
     static final long EP_PARAMS_SIZE_113 = 104;
     static final long UCP_EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;

@@ -105,7 +105,16 @@ final class UcxConnection implements Connection {
         b.set(JAVA_LONG, Layouts.DT_IOV_SIZE + 8, data.byteSize());
     }
 
-    UcxConnection(UcxEndpoint endpoint, int rank, int peer, PeerInfo peerInfo, long ep) {
+    /** Receives cancelled after the endpoint failed, progressed until UCX lets go of their buffers. */
+    private final List<Long> orphans = new ArrayList<>();
+    /** The key of this connection's error handler ({@link EpErrors}). */
+    private final long errorKey;
+    /** The status UCX's error handler reported for this endpoint (0: none). */
+    private int epStatus;
+    private boolean epFailureHandled;
+
+    UcxConnection(UcxEndpoint endpoint, int rank, int peer, PeerInfo peerInfo, long ep, long errorKey) {
+        this.errorKey = errorKey;
         this.endpoint = endpoint;
         this.w = endpoint.worker;
         this.ucp = w.ucp;
@@ -133,6 +142,54 @@ final class UcxConnection implements Connection {
         c.set(JAVA_INT, Layouts.REQ_OP_ATTR_MASK, Layouts.UCP_OP_ATTR_FIELD_FLAGS);
         c.set(JAVA_INT, Layouts.REQ_FLAGS, Layouts.UCP_EP_CLOSE_FLAG_FORCE);
         forceCloseParams = c.address();
+    }
+
+    /** From {@link EpErrors}' upcall, inside a progress call of this worker (its lock held by the caller). */
+    void endpointFailed(byte status) {
+        if (epStatus == 0) {
+            epStatus = status;
+        }
+    }
+
+    /** After UCX reported this endpoint failed: every pending request fails (receives cancelled first), once. */
+    private void failAllOnEndpointError() {
+        if (epStatus == 0 || epFailureHandled) {
+            return;
+        }
+        epFailureHandled = true;
+        String msg = "UCX: rank " + rank + ": the endpoint to " + peerInfo.describe() + " failed: " + Status.name(epStatus)
+                + " (the peer or the link to it failed)";
+        IOException e = new IOException(msg);
+        if (failure == null) {
+            failure = e;
+        }
+        for (P2pRequest r : pending) {
+            Posted p = (Posted) r.transportState;
+            if (p.recv) {
+                ucp.cancel(w.worker, p.request);
+                orphans.add(p.request);
+            } else {
+                ucp.free(p.request);
+            }
+            if (p.block != null) {
+                blocks.add(p.block);
+            }
+            r.transportState = null;
+            r.fail(e);
+        }
+        pending.clear();
+    }
+
+    private void drainOrphans() {
+        if (!orphans.isEmpty()) {
+            orphans.removeIf(o -> {
+                if (ucp.recvTest(o, testInfo) != Status.INPROGRESS) {
+                    ucp.free(o);
+                    return true;
+                }
+                return false;
+            });
+        }
     }
 
     static long tag(int sender, long seq) {
@@ -259,12 +316,17 @@ final class UcxConnection implements Connection {
         if (failure == null) {
             failure = e;
         }
+        if (Status.isPeerFailure(status) && epStatus == 0) {
+            // the endpoint is broken: its other requests (receives, which no endpoint error completes) fail with it
+            epStatus = status;
+        }
     }
 
     private void checkUsable() {
         if (closed || w.isClosedUnlocked()) {
             throw new IllegalStateException("UCX connection to " + peerInfo.describe() + " is closed");
         }
+        failAllOnEndpointError();
     }
 
     @Override
@@ -274,6 +336,8 @@ final class UcxConnection implements Connection {
                 throw new IOException("UCX connection to " + peerInfo.describe() + " is closed");
             }
             int work = w.progressLocked();
+            failAllOnEndpointError();
+            drainOrphans();
             for (int i = 0; i < pending.size(); ) {
                 P2pRequest r = pending.get(i);
                 Posted p = (Posted) r.transportState;
@@ -299,6 +363,7 @@ final class UcxConnection implements Connection {
                     blocks.add(p.block);
                 }
             }
+            failAllOnEndpointError(); // a request that failed just now may have shown the endpoint broken
             if (failure != null) {
                 throw failure;
             }
@@ -382,6 +447,7 @@ final class UcxConnection implements Connection {
             return 0;
         }
         closed = true;
+        EpErrors.unregister(errorKey);
         for (P2pRequest r : pending) {
             Posted p = (Posted) r.transportState;
             if (p.recv) {
@@ -389,8 +455,9 @@ final class UcxConnection implements Connection {
             }
         }
         long deadline = System.nanoTime() + 1_000_000_000L;
-        while (!pending.isEmpty() && System.nanoTime() < deadline) {
+        while ((!pending.isEmpty() || !orphans.isEmpty()) && System.nanoTime() < deadline) {
             w.progressLocked();
+            drainOrphans();
             for (int i = 0; i < pending.size(); ) {
                 Posted p = (Posted) pending.get(i).transportState;
                 byte s = p.recv ? ucp.recvTest(p.request, testInfo) : ucp.checkStatus(p.request);

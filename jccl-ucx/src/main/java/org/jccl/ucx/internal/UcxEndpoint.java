@@ -126,10 +126,13 @@ final class UcxEndpoint implements Endpoint {
                 MemorySegment addr = a.allocate(remote.length);
                 MemorySegment.copy(remote, 0, addr, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, remote.length);
                 MemorySegment params = a.allocate(Layouts.STRUCT_BYTES, 8);
+                long key = EpErrors.newKey();
                 params.set(JAVA_LONG, Layouts.EP_FIELD_MASK, Layouts.UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-                        | Layouts.UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE);
+                        | Layouts.UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | Layouts.UCP_EP_PARAM_FIELD_ERR_HANDLER);
                 params.set(ADDRESS, Layouts.EP_ADDRESS, addr);
                 params.set(JAVA_INT, Layouts.EP_ERR_MODE, Layouts.UCP_ERR_HANDLING_MODE_PEER);
+                params.set(ADDRESS, Layouts.EP_ERR_HANDLER_CB, EpErrors.STUB);
+                params.set(JAVA_LONG, Layouts.EP_ERR_HANDLER_ARG, key);
                 MemorySegment out = a.allocate(ADDRESS);
                 byte s = worker.ucp.epCreate(worker.worker, params, out);
                 if (s != Status.OK) {
@@ -138,7 +141,8 @@ final class UcxEndpoint implements Endpoint {
                             ? " (no UCX transport reaches it in the peer-failure error mode; UCX transports here: " + worker.resources
                             + "; with only posix/sysv/cma and self, set UCX_POSIX_ERROR_HANDLING=y, or let SHM carry same-host pairs)" : ""));
                 }
-                c = new UcxConnection(this, rank, peerRank, peer, out.get(JAVA_LONG, 0));
+                c = new UcxConnection(this, rank, peerRank, peer, out.get(JAVA_LONG, 0), key);
+                EpErrors.bind(key, c);
                 connections.put(peerRank, c);
                 return c;
             }

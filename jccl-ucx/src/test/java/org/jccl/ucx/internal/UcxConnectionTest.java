@@ -165,4 +165,30 @@ class UcxConnectionTest {
             assertFalse(r.error() != null);
         }
     }
+
+    @Test
+    void whenThePeerIsGoneASendFailsAndTheEndpointErrorFailsThePendingReceiveToo() throws IOException {
+        try (Arena a = Arena.ofShared()) {
+            // a first message, so that the endpoints are wired up both ways
+            drive(List.of(c10.send(a.allocate(8)), c01.recv(a.allocate(8))));
+            P2pRequest r = c01.recv(a.allocate(64)); // rank 1 will never send it
+            eps[1].close(); // rank 1 goes away: its worker and sockets are gone
+            P2pRequest s = c01.send(a.allocate(1 << 20));
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            IOException failed = null;
+            while (!(r.isDone() && s.isDone()) && System.nanoTime() < deadline) {
+                try {
+                    c01.progress();
+                } catch (IOException e) {
+                    failed = e;
+                }
+            }
+            assertTrue(s.isDone() && s.error() != null, "the send to the departed peer did not fail within 30 s: " + s.error());
+            // A receive is a worker-wide tag match that no endpoint error completes: the connection fails it with the send.
+            assertTrue(r.isDone(), "the receive from the departed peer is still pending after the send failed: " + s.error());
+            assertTrue(String.valueOf(r.error()).contains("the endpoint to rank 1") && String.valueOf(r.error()).contains("failed"),
+                    String.valueOf(r.error()));
+            assertTrue(failed != null && failed.getMessage().contains("the peer or the link to it failed"), String.valueOf(failed));
+        }
+    }
 }
