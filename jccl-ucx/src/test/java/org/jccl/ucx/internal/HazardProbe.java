@@ -17,6 +17,10 @@ public final class HazardProbe {
     }
 
     public static void main(String[] args) {
+        if (args[0].equals("absent")) {
+            absent();
+            return;
+        }
         boolean fix = args[1].equals("fix");
         UcxLibrary.Loaded l = args[0].equals("signals") ? UcxLibrary.load(fix, true) : UcxLibrary.load(true, fix);
         if (!l.available()) {
@@ -46,6 +50,43 @@ public final class HazardProbe {
                 System.out.println("WORKER FAILED " + e.getMessage());
                 System.exit(2);
             }
+        }
+    }
+
+    /**
+     * With UCX not loadable (the test points JCCL_UCX_HOME at an empty directory): the gate says why; JCCL_NET=UCX fails
+     * creation naming it; JCCL_NET=Socket and auto still run ranks of "two hosts" (JCCL_HOSTID=a,b) over TCP.
+     */
+    private static void absent() {
+        System.out.println("REASON " + UcxLibrary.reason());
+        org.jccl.Config base = org.jccl.Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1")
+                .with("JCCL_HOSTID", "a,b");
+        try {
+            org.jccl.Jccl.initLocal(2, base.with("JCCL_NET", "UCX")).forEach(org.jccl.Communicator::close);
+            System.out.println("UCX NOT REFUSED");
+        } catch (RuntimeException e) {
+            System.out.println("REFUSED " + e.getMessage());
+        }
+        for (String net : new String[] {"Socket", "auto"}) {
+            java.util.List<org.jccl.Communicator> cs = org.jccl.Jccl.initLocal(2, base.with("JCCL_NET", net));
+            java.util.List<Thread> ts = new java.util.ArrayList<>();
+            float[][] sums = new float[2][];
+            for (org.jccl.Communicator c : cs) {
+                ts.add(Thread.ofPlatform().start(() -> {
+                    float[] x = {c.rank() + 1};
+                    c.allReduce(x, org.jccl.ReduceOp.SUM);
+                    sums[c.rank()] = x;
+                }));
+            }
+            for (Thread t : ts) {
+                try {
+                    t.join();
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            cs.forEach(org.jccl.Communicator::close);
+            System.out.println(net + " OK " + sums[0][0] + " " + sums[1][0]);
         }
     }
 }

@@ -104,4 +104,13 @@ class UcxHazardsTest {
             assertEquals(Status.OK, UcxPair.createEp(a, b.address), "PEER mode over posix,self with MM_ERROR_HANDLING=y");
         }
     }
+
+    @Test
+    void withoutUcxTheTransportSaysWhyJcclNetUcxIsRefusedAndTcpCarriesTheRest() throws Exception {
+        Run r = fork(Map.of("JCCL_UCX_HOME", dir.toString()), "absent");
+        assertEquals(0, r.exit(), r.output());
+        assertTrue(r.output().contains("REASON JCCL_UCX_HOME=" + dir + " has no libucp.so.0"), r.output());
+        assertTrue(r.output().contains("REFUSED JCCL_NET=UCX, but UCX is unavailable: JCCL_UCX_HOME=" + dir), r.output());
+        assertTrue(r.output().contains("Socket OK 3.0 3.0") && r.output().contains("auto OK 3.0 3.0"), r.output());
+    }
 }
