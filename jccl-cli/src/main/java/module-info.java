@@ -6,6 +6,9 @@
 module org.jccl.cli {
     requires org.jccl.core;
     requires org.jccl.cuda;
+    // `jccl doctor` and `jccl topo` report UCX (found or not, version, transports); ranks find the transport through
+    // ServiceLoader.
+    requires org.jccl.ucx;
     requires info.picocli;
     // `jccl plot` draws with JFreeChart and writes SVG through Batik (both use AWT's geometry). Optional,
     // as in the pom: on the module path add them with --add-modules org.jfree.jfreechart,

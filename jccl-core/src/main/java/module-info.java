@@ -16,17 +16,19 @@ module org.jccl.core {
     exports org.jccl.spi;
 
     // jccl-cuda declares its GPU settings' grammar checks and reads settings; jccl-cli lists every
-    // setting with its origin (`jccl env`).
-    exports org.jccl.internal.config to org.jccl.cuda, org.jccl.cli;
+    // setting with its origin (`jccl env`); jccl-ucx reads the network settings it turns into UCX's (JCCL_NET,
+    // JCCL_IB_*, JCCL_UCX_*).
+    exports org.jccl.internal.config to org.jccl.cuda, org.jccl.cli, org.jccl.ucx;
     // jccl-cuda's kernels compare the same 64-bit mismatch-guard word as the host transports.
     exports org.jccl.internal.guard to org.jccl.cuda;
     // One logger (JCCL_DEBUG, JCCL_DEBUG_SUBSYS, JCCL_DEBUG_FILE) for every module.
-    exports org.jccl.internal.log to org.jccl.cuda, org.jccl.cli;
+    exports org.jccl.internal.log to org.jccl.cuda, org.jccl.cli, org.jccl.ucx;
     // jccl-cuda groups a communicator's ranks by host (HostPeers) to find GPUs sharing one.
     exports org.jccl.internal.runtime to org.jccl.cuda;
     // The GPU-to-rank rule (GpuMapping), NVML and the topology are shared by jccl-cuda, `jccl topo`,
-    // `jccl doctor` and the launcher's CPU binding.
-    exports org.jccl.internal.topo to org.jccl.cuda, org.jccl.cli;
+    // `jccl doctor` and the launcher's CPU binding; jccl-ucx maps the rank's NICs to UCX devices and says
+    // whether GPUDirect RDMA is possible (peermem, dma-buf) from the same topology.
+    exports org.jccl.internal.topo to org.jccl.cuda, org.jccl.cli, org.jccl.ucx;
     // jccl-cuda's shared-memory mailbox reserves /dev/shm the way the SHM transport does.
     exports org.jccl.internal.transport.shm to org.jccl.cuda;
     // JSON for reports (jccl-cli's perf/doctor/status output) and resource limits (jccl-cuda).

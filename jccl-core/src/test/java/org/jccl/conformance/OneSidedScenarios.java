@@ -47,6 +47,7 @@ final class OneSidedScenarios {
             "putAtOffsetsFlushThenNotify", OneSidedScenarios::putAtOffsetsFlushThenNotify,
             "putOutOfBounds", OneSidedScenarios::putOutOfBounds,
             "deregisterThenPut", OneSidedScenarios::deregisterThenPut,
+            "deregisterUnseenThenClose", OneSidedScenarios::deregisterUnseenThenClose,
             "keyOnTheWrongConnection", OneSidedScenarios::keyOnTheWrongConnection,
             "closeWhileRegistered", OneSidedScenarios::closeWhileRegistered,
             "registerProcessMemory", OneSidedScenarios::registerProcessMemory);
@@ -304,6 +305,44 @@ final class OneSidedScenarios {
                 gone = assertThrows(IllegalStateException.class, () -> c.unpack(key));
                 assertTrue(gone.getMessage().contains("deregistered"), gone.getMessage());
                 dst.close();
+                rig.send(1, new byte[] {3});
+            }
+        }
+    }
+
+    /**
+     * {@link #deregisterThenPut} for a transport that cannot see a peer's deregistration (RDMA through UCX: the SPI
+     * allows it, RegisteredRegion's contract): everything up to the deregistration is checked alike (puts through two
+     * handles of one key, a closed handle refused by name); after the owner deregistered, rank 0 makes no put (it
+     * would land in freed memory on a transport that cannot tell) and closes its handle.
+     */
+    static void deregisterUnseenThenClose(SpiRig rig) throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            if (rig.rank() == 1) {
+                RegisteredRegion mine = target(rig.endpoint(), 256, arena);
+                rig.send(0, mine.packedKey());
+                rig.recv(0);
+                assertEquals((byte) 9, mine.segment().get(ValueLayout.JAVA_BYTE, 10));
+                mine.close();
+                assertTrue(!mine.isOpen());
+                assertThrows(IllegalStateException.class, mine::packedKey);
+                rig.send(0, new byte[] {2});
+                rig.recv(0);
+            } else if (rig.rank() == 0) {
+                Connection c = rig.connection(1);
+                byte[] key = rig.recv(1);
+                RemoteRegion dst = c.unpack(key);
+                RemoteRegion second = c.unpack(key);
+                MemorySegment src = arena.allocate(16).fill((byte) 9);
+                rig.drive(c.put(src, second, 0));
+                rig.drive(c.flush());
+                second.close();
+                IllegalStateException closed = assertThrows(IllegalStateException.class, () -> c.put(src, second, 0));
+                assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
+                rig.send(1, new byte[] {1});
+                rig.recv(1);
+                dst.close();
+                assertTrue(!dst.isOpen());
                 rig.send(1, new byte[] {3});
             }
         }

@@ -91,6 +91,11 @@ public final class DoctorCommand implements Callable<Integer> {
         }
         List<Interfaces.Nic> nics = interfaces != null ? interfaces : Interfaces.systemInterfaces();
         Doctor.Report r = Doctor.run(new Doctor.Input(t, env, n, nics, HostView.probe(config, root), perRank, localRank));
+        if (root == null && UcxLine.thisHost(env)) {
+            List<Doctor.Finding> all = new java.util.ArrayList<>(r.findings());
+            all.add(UcxLine.finding(t));
+            r = new Doctor.Report(r.host(), r.localRanks(), all);
+        }
         spec.commandLine().getOut().print(json ? Json.write(r.toJson()) + "\n" : r.text());
         spec.commandLine().getOut().flush();
         return r.exitCode();

@@ -55,6 +55,9 @@ public final class TopoCommand implements Callable<Integer> {
             spec.commandLine().getOut().println(Json.write(t.toJson()));
         } else {
             spec.commandLine().getOut().print(TopoText.render(t, env.get("CUDA_VISIBLE_DEVICES"), Settings.IB_HCA.getString(config)));
+            if (root == null && UcxLine.thisHost(env)) {
+                spec.commandLine().getOut().println(UcxLine.topoLine());
+            }
         }
         spec.commandLine().getOut().flush();
         return 0;

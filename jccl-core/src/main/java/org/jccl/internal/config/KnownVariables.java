@@ -47,16 +47,11 @@ public final class KnownVariables {
         m.put("NCCL_P2P_LEVEL", "JCCL_CUDA_P2P_DISABLE=1 turns GPU peer access off");
         m.put("NCCL_NET_GDR_LEVEL", "jccl has no RDMA transport yet");
         m.put("NCCL_NET_GDR_READ", "jccl has no RDMA transport yet");
-        m.put("NCCL_IB_DISABLE", "jccl has no RDMA transport yet; it uses TCP between hosts");
-        m.put("NCCL_IB_GID_INDEX", "jccl has no RDMA transport yet");
-        m.put("NCCL_IB_TIMEOUT", "jccl has no RDMA transport yet");
-        m.put("NCCL_IB_RETRY_CNT", "jccl has no RDMA transport yet");
-        m.put("NCCL_IB_TC", "jccl has no RDMA transport yet");
+        m.put("NCCL_IB_DISABLE", "JCCL_NET=Socket (NCCL_NET=Socket) keeps UCX off and uses TCP between hosts");
         m.put("NCCL_IB_SL", "jccl has no RDMA transport yet");
         m.put("NCCL_IB_QPS_PER_CONNECTION", "jccl has no RDMA transport yet");
         m.put("NCCL_IB_PCI_RELAXED_ORDERING", "jccl has no RDMA transport yet");
         m.put("NCCL_IB_ADAPTIVE_ROUTING", "jccl has no RDMA transport yet");
-        m.put("NCCL_NET", "jccl picks its transport per peer pair (LOCAL, SHM, TCP)");
         m.put("NCCL_NET_PLUGIN", "jccl loads transports with ServiceLoader, not NCCL net plugins");
         m.put("NCCL_CROSS_NIC", "");
         m.put("NCCL_LAUNCH_MODE", "");

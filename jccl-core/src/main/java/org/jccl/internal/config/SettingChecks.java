@@ -23,6 +23,7 @@ final class SettingChecks {
 
     private static final List<String> REDUCE_VECTOR = List.of("auto", "1", "0", "true", "false", "yes", "no", "on", "off");
     private static final List<String> CHECK = List.of("0", "1", "none", "true", "yes", "on");
+    private static final List<String> NET = List.of("ucx", "ib", "socket", "auto");
 
     /** What a text setting allows, in words, or null when it takes any text. */
     static String allowed(Setting s) {
@@ -35,6 +36,9 @@ final class SettingChecks {
         }
         if (s == Settings.CHECK) {
             return "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)";
+        }
+        if (s == Settings.NET) {
+            return "UCX (or IB), Socket or auto";
         }
         if (s == Settings.AUTH_TOKEN) {
             return "32 hex digits (openssl rand -hex 16)";
@@ -73,6 +77,8 @@ final class SettingChecks {
                             + " at all: mismatched calls may then return wrong results; for measurements)");
                 }
                 oneOf(s, value, CHECK, "0 (the mismatch guard), 1 (the guard and the full signature exchange) or none (no guard)");
+            } else if (s == Settings.NET) {
+                oneOf(s, value, NET, "UCX (or IB), Socket or auto");
             } else if (s == Settings.AUTH_TOKEN) {
                 JcclId.parseSecret(value, s.name());
             } else if (s == Settings.COMM_ID) {

@@ -240,6 +240,22 @@ public final class Settings {
                     + " unset: every device with an active port");
     public static final Setting IB_GID_INDEX = Setting.define("JCCL_IB_GID_INDEX", "NCCL_IB_GID_INDEX", INT, null, 0, 1023,
             "RoCE: GID table index to use; unset: the first RoCE v2 GID with an IPv4 address");
+    public static final Setting IB_TIMEOUT = Setting.define("JCCL_IB_TIMEOUT", "NCCL_IB_TIMEOUT", INT, null, 1, 31,
+            "RDMA (UCX): the InfiniBand transport timeout exponent, 4.096 us x 2^value as NCCL reads it; passed to UCX as UCX_RC_TIMEOUT;"
+                    + " unset: UCX's default");
+    public static final Setting IB_RETRY_CNT = Setting.define("JCCL_IB_RETRY_CNT", "NCCL_IB_RETRY_CNT", INT, null, 0, 7,
+            "RDMA (UCX): InfiniBand retransmissions before a link counts as failed; passed to UCX as UCX_RC_RETRY_COUNT; unset: UCX's default");
+    public static final Setting IB_TC = Setting.define("JCCL_IB_TC", "NCCL_IB_TC", INT, null, 0, 255,
+            "RDMA (UCX): InfiniBand/RoCE traffic class; passed to UCX as UCX_IB_TRAFFIC_CLASS; unset: UCX's default");
+    public static final Setting NET = Setting.define("JCCL_NET", "NCCL_NET", STRING, "auto", 0, 0,
+            "network between hosts: UCX (RDMA through the jccl-ucx module; IB is a synonym), Socket (jccl's TCP) or auto (UCX when UCX"
+                    + " is installed and the host has an active RDMA port, else Socket)");
+    public static final Setting UCX_TLS = Setting.define("JCCL_UCX_TLS", null, STRING, null, 0, 0,
+            "UCX transports to use, passed through as UCX_TLS (rc,ud,sm,self; tcp; posix,cma,self); unset: UCX's choice");
+    public static final Setting UCX_SAME_HOST = Setting.define("JCCL_UCX_SAME_HOST", null, BOOL, "0", 0, 0,
+            "1: UCX also carries pairs of ranks on one host (when SHM is off or between JVMs); for tests, normally SHM does");
+    public static final Setting UCX_HOME = Setting.define("JCCL_UCX_HOME", null, STRING, null, 0, 0,
+            "directory of the UCX to load (its lib/libucp.so.0; HPC-X's $HPCX_UCX_DIR); unset: the system loader's libucp.so.0");
 
     /** Forces the class to load so every constant above is registered. */
     static void init() {
