@@ -137,6 +137,8 @@ phase_perf() {
         local P=(all_reduce --device cuda -b 8 -e "$max" -f 4 -w 5 -n 20 -c 0)
         run 4 "$log" JCCL_HOSTID=$ids -- "${P[@]}"
         run 4 "$log" JCCL_HOSTID=$ids JCCL_CUDA_HIER=0 -- "${P[@]}"
+        # jccl with as many sockets per cross-host peer as NCCL's 4x4 run below (stream threads)
+        [ "${PERF_JCCL_4X4:-1}" = 1 ] && run 4 "$log" JCCL_HOSTID=$ids JCCL_SOCKET_NTHREADS=4 JCCL_NSOCKS_PERTHREAD=4 -- "${P[@]}"
         # NCCL: NCCL_HOSTID per process (rank r on host r/per), through the same jccl perf driver
         for socks in default 4x4; do
             local extra=""
