@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectableChannel;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
 import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
@@ -40,6 +41,11 @@ import org.jccl.spi.PeerInfo;
  * <p><b>Threading:</b> {@code send}, {@code recv} and {@code progress} belong to the communicator's
  * operation thread (see {@link Connection}). {@link #close()} may come from any thread; the
  * operation thread then sees an {@code IOException} saying the connection was closed locally.
+ * Offloaded ({@code JCCL_SOCKET_OFFLOAD}), the lanes belong to {@link TcpIoGroup} threads instead,
+ * one per stream group: {@code send}/{@code recv} post to them, {@code progress} only reports
+ * completions and failures, and the operation thread waits through {@code TransportContext.wakeup()}
+ * (no channels to select on). A message split over sockets of several groups completes when its
+ * last stripe does ({@link #stripeDone}).
  */
 final class TcpConnection implements Connection {
 
@@ -76,13 +82,29 @@ final class TcpConnection implements Connection {
     private final int nsocks;
     private long sendSeq;
     private long recvSeq;
-    /** First failure; once set, every later call reports it. Written only by the operation thread. */
-    private IOException failure;
+    /** First failure; once set, every later call reports it. Written by the operation thread, or by a stream group thread when offloaded. */
+    private volatile IOException failure;
+    /** The stream groups' threads when offloaded, else null (the operation thread drives every lane). */
+    private final TcpIoGroup[] groups;
+    /** Wakes the operation thread when a request completes (offloaded only). */
+    private final Runnable waker;
+    /** Requests completed by the stream groups; {@link #progress()} reports the difference since its last call. */
+    private final AtomicInteger events = new AtomicInteger();
+    private int seenEvents;
     private volatile boolean closed;
     /** Largest view of a caller's segment; {@link #MAX_VIEW} except in tests that exercise the windowing with small messages. */
     int maxView = MAX_VIEW;
 
     TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum) {
+        this(selfRank, peer, remoteAddress, sockets, checksum, 0, null);
+    }
+
+    /**
+     * @param ioThreads stream group threads (0: the operation thread drives every socket)
+     * @param waker wakes the operation thread (offloaded only)
+     */
+    TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum, int ioThreads,
+            Runnable waker) {
         this.peer = peer;
         this.selfRank = selfRank;
         this.checksum = checksum;
@@ -96,8 +118,45 @@ final class TcpConnection implements Connection {
             senders[i] = new TcpSendLane(this, i, sockets[i], nsocks, checksum);
             receivers[i] = new TcpRecvLane(this, errors, i, sockets[i], nsocks, peer.rank(), checksum, tap);
         }
+        int threads = Math.min(ioThreads, nsocks);
+        this.waker = waker == null ? () -> { } : waker;
+        this.groups = threads > 0 ? new TcpIoGroup[threads] : null;
         this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C" : "")
-                + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "") + ")";
+                + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "")
+                + (threads > 0 ? ", " + threads + (threads == 1 ? " stream thread" : " stream threads") : "") + ")";
+        if (groups != null) {
+            startGroups(threads);
+        }
+    }
+
+    /** Starts one {@link TcpIoGroup} per thread; socket i goes to group i mod threads. */
+    private void startGroups(int threads) {
+        try {
+            for (int g = 0; g < threads; g++) {
+                int[] lanes = new int[(nsocks - g + threads - 1) / threads];
+                for (int j = 0; j < lanes.length; j++) {
+                    lanes[j] = g + j * threads;
+                }
+                groups[g] = new TcpIoGroup(this, g, lanes, senders, receivers, sockets);
+            }
+        } catch (IOException e) {
+            for (TcpIoGroup group : groups) {
+                if (group != null) {
+                    group.wake();
+                }
+            }
+            failure = new IOException("rank " + selfRank + " cannot start the TCP stream threads for " + peer.describe() + ": " + e, e);
+            closeSockets();
+            return;
+        }
+        for (int g = 0; g < threads; g++) {
+            groups[g].start("jccl-tcp-io-r" + selfRank + "-p" + peer.rank() + "-" + g);
+        }
+    }
+
+    /** Whether stream group threads drive the sockets. */
+    boolean offloaded() {
+        return groups != null;
     }
 
     @Override
@@ -110,9 +169,15 @@ final class TcpConnection implements Connection {
         return description;
     }
 
-    /** The sockets: the runtime blocks in a selector over them while it has nothing to do. */
+    /**
+     * The sockets: the runtime blocks in a selector over them while it has nothing to do. None when
+     * offloaded: the stream threads select on them and wake the runtime as requests complete.
+     */
     @Override
     public SelectableChannel[] channels() {
+        if (groups != null) {
+            return new SelectableChannel[0];
+        }
         SelectableChannel[] chans = new SelectableChannel[nsocks];
         for (int i = 0; i < nsocks; i++) {
             chans[i] = sockets[i].socket();
@@ -143,11 +208,12 @@ final class TcpConnection implements Connection {
         }
         long seq = sendSeq++;
         if (TcpWire.isSplit(src.byteSize(), nsocks)) {
-            for (TcpSendLane lane : senders) {
-                lane.sendQ.addLast(r);
+            r.transportState = new AtomicInteger(nsocks);
+            for (int i = 0; i < nsocks; i++) {
+                queue(i, r, true);
             }
         } else {
-            senders[TcpWire.socketOf(seq, nsocks)].sendQ.addLast(r);
+            queue(TcpWire.socketOf(seq, nsocks), r, true);
         }
         return r;
     }
@@ -165,13 +231,47 @@ final class TcpConnection implements Connection {
         }
         long seq = recvSeq++;
         if (TcpWire.isSplit(dst.byteSize(), nsocks)) {
-            for (TcpRecvLane lane : receivers) {
-                lane.recvQ.addLast(r);
+            r.transportState = new AtomicInteger(nsocks);
+            for (int i = 0; i < nsocks; i++) {
+                queue(i, r, false);
             }
         } else {
-            receivers[TcpWire.socketOf(seq, nsocks)].recvQ.addLast(r);
+            queue(TcpWire.socketOf(seq, nsocks), r, false);
         }
         return r;
+    }
+
+    /** Puts a request on lane {@code i}: directly, or through the lane's stream group when offloaded. */
+    private void queue(int i, P2pRequest r, boolean send) {
+        if (groups != null) {
+            groups[i % groups.length].post(i, r, send);
+        } else if (send) {
+            senders[i].sendQ.addLast(r);
+        } else {
+            receivers[i].recvQ.addLast(r);
+        }
+    }
+
+    /**
+     * A lane finished its stripe of {@code r}: completes it when that was the last one (a split
+     * message counts its stripes down; a whole one has only this one).
+     */
+    void stripeDone(P2pRequest r) {
+        if (r.transportState instanceof AtomicInteger left && left.decrementAndGet() > 0) {
+            return;
+        }
+        if (!r.isDone()) {
+            completed(r);
+        }
+    }
+
+    /** Completes {@code r}; offloaded, counts it and wakes the operation thread. */
+    void completed(P2pRequest r) {
+        r.complete();
+        if (groups != null) {
+            events.incrementAndGet();
+            waker.run();
+        }
     }
 
     /** Fails a request posted on a broken or closed connection at once; true when it may proceed. */
@@ -189,8 +289,18 @@ final class TcpConnection implements Connection {
 
     @Override
     public int progress() throws IOException {
-        if (failure != null) {
-            throw failure;
+        IOException f = failure;
+        if (f != null) {
+            throw f;
+        }
+        if (groups != null) {
+            if (closed) {
+                throw errors.closedLocally(null);
+            }
+            int e = events.get();
+            int d = e - seenEvents;
+            seenEvents = e;
+            return d;
         }
         long moved = 0;
         int current = -1;
@@ -220,6 +330,34 @@ final class TcpConnection implements Connection {
         return failure;
     }
 
+    /**
+     * A stream group's first failure fails the connection (once): the sockets close so that the
+     * peer and the other groups learn at once, and the operation thread is woken to see it.
+     * Returns the failure every group fails its requests with.
+     */
+    synchronized IOException failFromGroup(IOException e, int socket) {
+        if (failure == null) {
+            failure = errors.explain(e, socket, closed);
+            closeSockets();
+            for (TcpIoGroup g : groups) {
+                g.wake();
+            }
+        }
+        waker.run();
+        return failure;
+    }
+
+    /** The failure, or the error of a locally closed connection: what requests posted now fail with. */
+    IOException failureOrClosed() {
+        IOException f = failure;
+        return f != null ? f : errors.closedLocally(null);
+    }
+
+    /** Whether the stream groups should stop: the connection failed or was closed. */
+    boolean stopping() {
+        return closed || failure != null;
+    }
+
     @Override
     public void close() {
         if (closed) {
@@ -227,6 +365,18 @@ final class TcpConnection implements Connection {
         }
         closed = true;
         closeSockets();
+        if (groups != null) {
+            for (TcpIoGroup g : groups) {
+                if (g != null) {
+                    g.wake();
+                }
+            }
+            for (TcpIoGroup g : groups) {
+                if (g != null) {
+                    g.join(1000);
+                }
+            }
+        }
     }
 
     private void closeSockets() {

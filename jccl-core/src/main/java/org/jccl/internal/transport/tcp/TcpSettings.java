@@ -19,8 +19,12 @@ import org.jccl.internal.net.Tls;
  * @param checksum CRC32C over every stripe ({@code JCCL_CHECKSUM})
  * @param tls TLS for the connections ({@code JCCL_TLS}), or null
  * @param bindAddress the address to listen on ({@code JCCL_SOCKET_IFNAME}, {@code JCCL_SOCKET_FAMILY})
+ * @param ioThreads stream threads per connection ({@code JCCL_SOCKET_NTHREADS} when {@code JCCL_SOCKET_OFFLOAD} is on), or 0:
+ *        the operation thread drives the sockets
  */
-record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boolean checksum, Tls tls, InetAddress bindAddress) {
+record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boolean checksum, Tls tls, InetAddress bindAddress,
+        int ioThreads) {
+
 
     /**
      * Reads and checks the TCP settings of {@code config}.
@@ -30,8 +34,12 @@ record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boole
     static TcpSettings conclude(Config config) {
         int threads = Settings.SOCKET_NTHREADS.getInt(config);
         int perThread = Settings.NSOCKS_PERTHREAD.getInt(config);
-        return new TcpSettings(Math.min(TcpWire.MAX_SOCKETS, threads * perThread), (int) Settings.SOCKET_BUFFER.getLong(config),
+        int offload = Settings.SOCKET_OFFLOAD.getInt(config);
+        // auto: stream threads when more than one is asked for and each, with the operation thread, has a CPU to run on.
+        boolean on = offload == 1 || (offload == -1 && threads > 1 && Runtime.getRuntime().availableProcessors() > threads);
+        int sockets = Math.min(TcpWire.MAX_SOCKETS, threads * perThread);
+        return new TcpSettings(sockets, (int) Settings.SOCKET_BUFFER.getLong(config),
                 Settings.CONNECT_TIMEOUT.getDuration(config), Settings.CHECKSUM.getBool(config), Tls.fromConfig(config),
-                Interfaces.selectAddress(config));
+                Interfaces.selectAddress(config), on ? Math.min(threads, sockets) : 0);
     }
 }

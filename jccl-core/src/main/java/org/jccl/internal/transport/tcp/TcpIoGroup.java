@@ -1,0 +1,203 @@
+package org.jccl.internal.transport.tcp;
+
+import java.io.IOException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import org.jccl.spi.P2pRequest;
+
+/**
+ * One stream group of an offloaded {@link TcpConnection} ({@code JCCL_SOCKET_OFFLOAD}): a thread of
+ * its own that drives the send and receive lanes of its sockets (socket i belongs to group
+ * i mod {@code JCCL_SOCKET_NTHREADS}), so that the groups' system calls run in parallel with each
+ * other and with the operation thread, which meanwhile reduces what already arrived (NCCL's socket
+ * helper threads, on the CPU).
+ *
+ * <p>The operation thread posts requests ({@link #post}) into a queue; this thread moves them onto
+ * the lanes in order, writes and reads until nothing moves, spins briefly, then blocks in its own
+ * selector (read interest while a receive is posted, write interest while a send waits for room)
+ * until bytes can move or a post wakes it. The first failure of any group fails the connection
+ * ({@link TcpConnection#failFromGroup}); every group then fails what it holds and ends.
+ */
+final class TcpIoGroup implements Runnable {
+
+    /** Spin this long with nothing to move before blocking in the selector. */
+    private static final long SPIN_NANOS = 50_000;
+    /** Longest block in the selector before the thread looks at the connection's state again. */
+    private static final long SELECT_MILLIS = 100;
+
+    /** A request for one lane: which lane, which direction. */
+    private record Post(int lane, P2pRequest request, boolean send) {
+    }
+
+    private final TcpConnection connection;
+    private final int group;
+    private final int[] lanes;
+    private final TcpSendLane[] senders;
+    private final TcpRecvLane[] receivers;
+    private final org.jccl.internal.net.WireChannel[] sockets;
+    private final ConcurrentLinkedQueue<Post> posted = new ConcurrentLinkedQueue<>();
+    private final Selector selector;
+    private final SelectionKey[] keys;
+    /** Raised while this thread is (about to be) blocked in its selector; a post then wakes it. */
+    private volatile boolean sleeping;
+    /** Raised once the thread has failed what it held and will take nothing more. */
+    private volatile boolean finished;
+    private Thread thread;
+
+    TcpIoGroup(TcpConnection connection, int group, int[] lanes, TcpSendLane[] senders, TcpRecvLane[] receivers,
+            org.jccl.internal.net.WireChannel[] sockets) throws IOException {
+        this.connection = connection;
+        this.group = group;
+        this.lanes = lanes;
+        this.senders = senders;
+        this.receivers = receivers;
+        this.sockets = sockets;
+        this.selector = Selector.open();
+        this.keys = new SelectionKey[lanes.length];
+        try {
+            for (int j = 0; j < lanes.length; j++) {
+                keys[j] = sockets[lanes[j]].socket().register(selector, 0);
+            }
+        } catch (IOException | RuntimeException e) {
+            selector.close();
+            throw e;
+        }
+    }
+
+    void start(String name) {
+        thread = Thread.ofPlatform().daemon().name(name).start(this);
+    }
+
+    /** Queues {@code r} for lane {@code lane}; the operation thread only. Fails it at once when the group has finished. */
+    void post(int lane, P2pRequest r, boolean send) {
+        posted.add(new Post(lane, r, send));
+        if (finished) {
+            // The thread's last drain may have run before this add: whoever polls a post fails it.
+            failPosted(connection.failureOrClosed());
+            return;
+        }
+        if (sleeping) {
+            selector.wakeup();
+        }
+    }
+
+    /** Wakes the thread so that it sees the connection closed or failed; any thread. */
+    void wake() {
+        try {
+            selector.wakeup();
+        } catch (ClosedSelectorException ignored) {
+            // Already finished.
+        }
+    }
+
+    @Override
+    public void run() {
+        IOException failure = null;
+        int current = -1;
+        try {
+            long idleSince = 0;
+            while (!connection.stopping()) {
+                boolean took = drain();
+                long moved = 0;
+                for (int j = 0; j < lanes.length; j++) {
+                    current = lanes[j];
+                    sockets[current].flush(); // TLS records a previous write could not hand to the socket
+                    moved += senders[current].progress();
+                    moved += receivers[current].progress();
+                }
+                current = -1;
+                if (moved > 0 || took) {
+                    idleSince = 0;
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (idleSince == 0) {
+                    idleSince = now;
+                }
+                if (now - idleSince < SPIN_NANOS) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                block();
+                idleSince = 0;
+            }
+        } catch (IOException e) {
+            failure = e;
+        } catch (ClosedSelectorException e) {
+            failure = new java.nio.channels.ClosedChannelException();
+        } catch (RuntimeException | Error e) {
+            failure = new IOException("TCP stream thread " + group + " failed: " + e, e);
+        }
+        IOException reason = failure == null ? connection.failureOrClosed() : connection.failFromGroup(failure, current);
+        finished = true;
+        for (int lane : lanes) {
+            senders[lane].failPending(reason);
+            receivers[lane].failPending(reason);
+        }
+        failPosted(reason);
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+            // Nothing left to release.
+        }
+    }
+
+    /** Moves posted requests onto their lanes, in order; true when there were any. */
+    private boolean drain() {
+        boolean any = false;
+        Post p;
+        while ((p = posted.poll()) != null) {
+            any = true;
+            if (p.send) {
+                senders[p.lane].sendQ.addLast(p.request);
+            } else {
+                receivers[p.lane].recvQ.addLast(p.request);
+            }
+        }
+        return any;
+    }
+
+    /** Blocks in the selector until a socket can move bytes for a queued request, a post arrives, or a while passes. */
+    private void block() throws IOException {
+        boolean interest = false;
+        for (int j = 0; j < lanes.length; j++) {
+            int ops = (senders[lanes[j]].sendQ.isEmpty() ? 0 : SelectionKey.OP_WRITE)
+                    | (receivers[lanes[j]].recvQ.isEmpty() ? 0 : SelectionKey.OP_READ);
+            interest |= ops != 0;
+            if (keys[j].interestOps() != ops) {
+                keys[j].interestOps(ops);
+            }
+        }
+        sleeping = true;
+        try {
+            if (!posted.isEmpty() || connection.stopping()) {
+                return;
+            }
+            selector.select(interest ? SELECT_MILLIS : SELECT_MILLIS * 10);
+            selector.selectedKeys().clear();
+        } finally {
+            sleeping = false;
+        }
+    }
+
+    private void failPosted(IOException e) {
+        Post p;
+        while ((p = posted.poll()) != null) {
+            p.request.fail(e);
+        }
+    }
+
+    /** Waits up to {@code millis} for the thread to end (close). */
+    void join(long millis) {
+        Thread t = thread;
+        if (t != null && t != Thread.currentThread()) {
+            try {
+                t.join(millis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
