@@ -257,8 +257,12 @@ final class TcpConnection implements Connection {
      * message counts its stripes down; a whole one has only this one).
      */
     void stripeDone(P2pRequest r) {
-        if (r.transportState instanceof AtomicInteger left && left.decrementAndGet() > 0) {
-            return;
+        if (r.transportState instanceof AtomicInteger left) {
+            if (left.decrementAndGet() > 0) {
+                return;
+            }
+            // Lanes on several threads added their stripes to position without synchronisation: set the total.
+            r.position = r.size();
         }
         if (!r.isDone()) {
             completed(r);
@@ -282,6 +286,13 @@ final class TcpConnection implements Connection {
         }
         if (closed) {
             r.fail(errors.closedLocally(null));
+            return false;
+        }
+        if (groups != null && !r.segment().isAccessibleBy(groups[0].thread())) {
+            // The runtime never passes such memory (Staging refuses it); a direct SPI caller might.
+            r.fail(new IllegalArgumentException("rank " + selfRank + ": a " + r.size() + "-byte " + (r.isSend() ? "send" : "receive")
+                    + " to " + peer.describe() + " is memory of a confined arena, but TCP stream threads (JCCL_SOCKET_OFFLOAD)"
+                    + " move the bytes: allocate it with Arena.ofShared(), Arena.ofAuto() or Arena.global()"));
             return false;
         }
         return true;

@@ -44,7 +44,7 @@ final class TcpIoGroup implements Runnable {
     private volatile boolean sleeping;
     /** Raised once the thread has failed what it held and will take nothing more. */
     private volatile boolean finished;
-    private Thread thread;
+    private volatile Thread thread;
 
     TcpIoGroup(TcpConnection connection, int group, int[] lanes, TcpSendLane[] senders, TcpRecvLane[] receivers,
             org.jccl.internal.net.WireChannel[] sockets) throws IOException {
@@ -67,7 +67,13 @@ final class TcpIoGroup implements Runnable {
     }
 
     void start(String name) {
-        thread = Thread.ofPlatform().daemon().name(name).start(this);
+        thread = Thread.ofPlatform().daemon().name(name).unstarted(this);
+        thread.start();
+    }
+
+    /** The group's thread (set before any request can be posted). */
+    Thread thread() {
+        return thread;
     }
 
     /** Queues {@code r} for lane {@code lane}; the operation thread only. Fails it at once when the group has finished. */
