@@ -49,8 +49,8 @@ public final class Settings {
             "stream threads per peer connection (with JCCL_SOCKET_OFFLOAD on; socket i belongs to thread i mod this)");
     public static final Setting SOCKET_OFFLOAD = Setting.define("JCCL_SOCKET_OFFLOAD", null, INT, "-1", -1, 1,
             "1: JCCL_SOCKET_NTHREADS threads of their own drive each TCP connection's sockets while the operation thread"
-                    + " reduces; 0: the operation thread drives them; -1 (auto): on when JCCL_SOCKET_NTHREADS > 1 and the process may use more"
-                    + " CPUs than that");
+                    + " reduces; 0: the operation thread drives them; -1 (auto): on when JCCL_SOCKET_NTHREADS > 1 and the process may use"
+                    + " (JCCL_SOCKET_NTHREADS + 1) CPUs per rank of its host");
     public static final Setting NSOCKS_PERTHREAD = Setting.define("JCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", INT, "1", 1, 16,
             "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
     public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,

@@ -43,8 +43,7 @@ final class TcpEndpoint implements Endpoint {
     private static final long STOP_POLL_MS = 50;
 
     private final TransportContext ctx;
-    /** Stream threads per connection (JCCL_SOCKET_OFFLOAD), or 0. */
-    private final int ioThreads;
+    private final TcpSettings settings;
     private final int rank;
     /** This rank's JCCL_CHECKSUM: what it announces when it connects (the lower rank of a pair decides). */
     private final boolean checksum;
@@ -63,7 +62,7 @@ final class TcpEndpoint implements Endpoint {
         this.rank = ctx.rank();
         this.checksum = settings.checksum();
         this.connectTimeout = settings.connectTimeout();
-        this.ioThreads = settings.ioThreads();
+        this.settings = settings;
         this.local = (InetSocketAddress) server.getLocalAddress();
         this.address = TcpWire.encodeAddress(local);
         this.dialer = new TcpDialer(this, ctx, settings);
@@ -169,7 +168,9 @@ final class TcpEndpoint implements Endpoint {
                         + (crc ? "with" : "without") + " CRC32C checks. Set " + Settings.CHECKSUM.name() + " alike on every rank");
             }
         }
-        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc, ioThreads, ctx::wakeup);
+        // Decided per connection: the number of ranks on this host is known by now (JCCL_SOCKET_OFFLOAD).
+        int streamThreads = settings.streamThreads(ctx.localSize(), Runtime.getRuntime().availableProcessors());
+        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc, streamThreads, ctx::wakeup);
         connections.put(peerRank, c);
         if (closed) {
             // close() ran while we connected and may have missed this connection.

@@ -19,12 +19,11 @@ import org.jccl.internal.net.Tls;
  * @param checksum CRC32C over every stripe ({@code JCCL_CHECKSUM})
  * @param tls TLS for the connections ({@code JCCL_TLS}), or null
  * @param bindAddress the address to listen on ({@code JCCL_SOCKET_IFNAME}, {@code JCCL_SOCKET_FAMILY})
- * @param ioThreads stream threads per connection ({@code JCCL_SOCKET_NTHREADS} when {@code JCCL_SOCKET_OFFLOAD} is on), or 0:
- *        the operation thread drives the sockets
+ * @param threads {@code JCCL_SOCKET_NTHREADS}
+ * @param offload {@code JCCL_SOCKET_OFFLOAD}: 1 on, 0 off, -1 auto (see {@link #streamThreads})
  */
 record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boolean checksum, Tls tls, InetAddress bindAddress,
-        int ioThreads) {
-
+        int threads, int offload) {
 
     /**
      * Reads and checks the TCP settings of {@code config}.
@@ -34,12 +33,20 @@ record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boole
     static TcpSettings conclude(Config config) {
         int threads = Settings.SOCKET_NTHREADS.getInt(config);
         int perThread = Settings.NSOCKS_PERTHREAD.getInt(config);
-        int offload = Settings.SOCKET_OFFLOAD.getInt(config);
-        // auto: stream threads when more than one is asked for and each, with the operation thread, has a CPU to run on.
-        boolean on = offload == 1 || (offload == -1 && threads > 1 && Runtime.getRuntime().availableProcessors() > threads);
-        int sockets = Math.min(TcpWire.MAX_SOCKETS, threads * perThread);
-        return new TcpSettings(sockets, (int) Settings.SOCKET_BUFFER.getLong(config),
+        return new TcpSettings(Math.min(TcpWire.MAX_SOCKETS, threads * perThread), (int) Settings.SOCKET_BUFFER.getLong(config),
                 Settings.CONNECT_TIMEOUT.getDuration(config), Settings.CHECKSUM.getBool(config), Tls.fromConfig(config),
-                Interfaces.selectAddress(config), on ? Math.min(threads, sockets) : 0);
+                Interfaces.selectAddress(config), threads, Settings.SOCKET_OFFLOAD.getInt(config));
+    }
+
+    /**
+     * Stream threads per connection, or 0 (the operation thread drives the sockets), for a process with
+     * {@code localRanks} ranks of its communicator on its host (unknown: -1, counted as 1) and {@code cpus}
+     * CPUs it may use. Auto turns them on only when more than one is asked for and every local rank's
+     * operation thread and stream threads have a CPU each: with fewer, spinning operation threads starve
+     * the stream threads (8 B took 320 us instead of 6 with 1 + 1 threads per rank on 2 CPUs).
+     */
+    int streamThreads(int localRanks, int cpus) {
+        boolean on = offload == 1 || (offload == -1 && threads > 1 && cpus >= (long) Math.max(1, localRanks) * (threads + 1));
+        return on ? Math.min(threads, sockets) : 0;
     }
 }

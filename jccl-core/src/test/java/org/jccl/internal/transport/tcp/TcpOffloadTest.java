@@ -154,14 +154,17 @@ class TcpOffloadTest {
 
     @Test
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
-    void autoStaysOffWithOneThreadAndOnlyCountsThreadsTheHostCanRun() {
-        TcpSettings one = TcpSettings.conclude(loopback());
-        assertEquals(0, one.ioThreads(), "one thread (the default): the operation thread drives the socket");
-        TcpSettings forced = TcpSettings.conclude(loopback().with("JCCL_SOCKET_OFFLOAD", "1"));
-        assertEquals(1, forced.ioThreads());
-        TcpSettings off = TcpSettings.conclude(offload(4, 2).with("JCCL_SOCKET_OFFLOAD", "0"));
-        assertEquals(0, off.ioThreads());
+    void autoStaysOffWithOneThreadAndWhereTheCpusCannotRunEveryThread() {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        assertEquals(0, TcpSettings.conclude(loopback()).streamThreads(1, 64), "one thread (the default) stays inline however many CPUs");
+        assertEquals(1, TcpSettings.conclude(loopback().with("JCCL_SOCKET_OFFLOAD", "1")).streamThreads(1, cpus), "forced on");
+        assertEquals(0, TcpSettings.conclude(offload(4, 2).with("JCCL_SOCKET_OFFLOAD", "0")).streamThreads(1, 64), "forced off");
         TcpSettings auto = TcpSettings.conclude(offload(2, 2).with("JCCL_SOCKET_OFFLOAD", "-1"));
-        assertEquals(Runtime.getRuntime().availableProcessors() > 2 ? 2 : 0, auto.ioThreads());
+        assertEquals(2, auto.streamThreads(1, 3), "2 stream threads and the operation thread: 3 CPUs");
+        assertEquals(0, auto.streamThreads(1, 2), "2 CPUs cannot run 3 busy threads");
+        assertEquals(2, auto.streamThreads(-1, 3), "ranks on the host unknown: counted as 1");
+        assertEquals(2, auto.streamThreads(4, 12), "4 ranks on the host, 3 CPUs each");
+        assertEquals(0, auto.streamThreads(4, 11));
+        assertEquals(4, TcpSettings.conclude(offload(4, 4)).streamThreads(2, 64), "the 4 x 4 of the issue on a 64-CPU host");
     }
 }
