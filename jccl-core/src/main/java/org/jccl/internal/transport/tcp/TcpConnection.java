@@ -90,6 +90,10 @@ final class TcpConnection implements Connection {
     private final Runnable waker;
     /** Requests completed by the stream groups; {@link #progress()} reports the difference since its last call. */
     private final AtomicInteger events = new AtomicInteger();
+    /** Offloaded: progress() has thrown the failure to the operation thread (operation thread only). */
+    private boolean failureReported;
+    /** Per stream group: its pending requests were failed after the connection failed (operation thread only). */
+    private final boolean[] groupsFailed;
     private int seenEvents;
     private volatile boolean closed;
     /** Largest view of a caller's segment; {@link #MAX_VIEW} except in tests that exercise the windowing with small messages. */
@@ -121,6 +125,7 @@ final class TcpConnection implements Connection {
         int threads = Math.min(ioThreads, nsocks);
         this.waker = waker == null ? () -> { } : waker;
         this.groups = threads > 0 ? new TcpIoGroup[threads] : null;
+        this.groupsFailed = new boolean[Math.max(0, threads)];
         this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C" : "")
                 + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "")
                 + (threads > 0 ? ", " + threads + (threads == 1 ? " stream thread" : " stream threads") : "") + ")";
@@ -146,6 +151,7 @@ final class TcpConnection implements Connection {
                 }
             }
             failure = new IOException("rank " + selfRank + " cannot start the TCP stream threads for " + peer.describe() + ": " + e, e);
+            failureReported = true; // no group runs: requests fail at once
             closeSockets();
             return;
         }
@@ -280,8 +286,11 @@ final class TcpConnection implements Connection {
 
     /** Fails a request posted on a broken or closed connection at once; true when it may proceed. */
     private boolean admit(P2pRequest r) {
-        if (failure != null) {
-            r.fail(failure);
+        IOException f = failure;
+        if (f != null && (groups == null || failureReported)) {
+            // Offloaded, a failure the operation thread has not yet seen thrown by progress() must reach it that
+            // way first (the runtime names the peer or the mismatch from it): the request is queued and failed then.
+            r.fail(f);
             return false;
         }
         if (closed) {
@@ -301,17 +310,22 @@ final class TcpConnection implements Connection {
     @Override
     public int progress() throws IOException {
         IOException f = failure;
-        if (f != null) {
-            throw f;
-        }
         if (groups != null) {
-            if (closed) {
-                throw errors.closedLocally(null);
+            if (f == null && closed) {
+                f = errors.closedLocally(null);
+            }
+            if (f != null) {
+                failureReported = true;
+                failGroupsPending(f);
+                throw f;
             }
             int e = events.get();
             int d = e - seenEvents;
             seenEvents = e;
             return d;
+        }
+        if (f != null) {
+            throw f;
         }
         long moved = 0;
         int current = -1;
@@ -358,10 +372,17 @@ final class TcpConnection implements Connection {
         return failure;
     }
 
-    /** The failure, or the error of a locally closed connection: what requests posted now fail with. */
-    IOException failureOrClosed() {
-        IOException f = failure;
-        return f != null ? f : errors.closedLocally(null);
+    /**
+     * Offloaded, on the operation thread once the connection failed or closed and {@code f} is about to be
+     * thrown: fails what the stream groups held, each once its thread has ended (a thread that does not
+     * end within a second keeps its requests; its sockets are closed, so nothing more arrives there).
+     */
+    private void failGroupsPending(IOException f) {
+        for (int g = 0; g < groups.length; g++) {
+            if (groups[g] != null && !groupsFailed[g]) {
+                groupsFailed[g] = groups[g].failPendingAfterEnd(f, 1000);
+            }
+        }
     }
 
     /** Whether the stream groups should stop: the connection failed or was closed. */

@@ -18,7 +18,8 @@ import org.jccl.spi.P2pRequest;
  * the lanes in order, writes and reads until nothing moves, spins briefly, then blocks in its own
  * selector (read interest while a receive is posted, write interest while a send waits for room)
  * until bytes can move or a post wakes it. The first failure of any group fails the connection
- * ({@link TcpConnection#failFromGroup}); every group then fails what it holds and ends.
+ * ({@link TcpConnection#failFromGroup}) and every group ends; the operation thread's next {@code
+ * progress()} throws that failure and fails what the groups held ({@link #failPendingAfterEnd}).
  */
 final class TcpIoGroup implements Runnable {
 
@@ -42,7 +43,7 @@ final class TcpIoGroup implements Runnable {
     private final SelectionKey[] keys;
     /** Raised while this thread is (about to be) blocked in its selector; a post then wakes it. */
     private volatile boolean sleeping;
-    /** Raised once the thread has failed what it held and will take nothing more. */
+    /** Raised once the thread has stopped driving its lanes (the connection failed or closed). */
     private volatile boolean finished;
     private volatile Thread thread;
 
@@ -76,14 +77,13 @@ final class TcpIoGroup implements Runnable {
         return thread;
     }
 
-    /** Queues {@code r} for lane {@code lane}; the operation thread only. Fails it at once when the group has finished. */
+    /**
+     * Queues {@code r} for lane {@code lane}; the operation thread only. After the group has finished
+     * (the connection failed or closed) the request stays queued: the operation thread's next {@link
+     * TcpConnection#progress()} throws the failure and then fails it with everything else pending.
+     */
     void post(int lane, P2pRequest r, boolean send) {
         posted.add(new Post(lane, r, send));
-        if (finished) {
-            // The thread's last drain may have run before this add: whoever polls a post fails it.
-            failPosted(connection.failureOrClosed());
-            return;
-        }
         if (sleeping) {
             selector.wakeup();
         }
@@ -136,18 +136,36 @@ final class TcpIoGroup implements Runnable {
         } catch (RuntimeException | Error e) {
             failure = new IOException("TCP stream thread " + group + " failed: " + e, e);
         }
-        IOException reason = failure == null ? connection.failureOrClosed() : connection.failFromGroup(failure, current);
-        finished = true;
-        for (int lane : lanes) {
-            senders[lane].failPending(reason);
-            receivers[lane].failPending(reason);
+        if (failure != null) {
+            connection.failFromGroup(failure, current);
         }
-        failPosted(reason);
+        // The requests stay pending: the operation thread must learn of the failure from progress() (whose
+        // exception the runtime turns into the peer's failure or the mismatch), not from a request it awaits.
         try {
             selector.close();
         } catch (IOException ignored) {
             // Nothing left to release.
         }
+        finished = true;
+    }
+
+    /**
+     * Once the thread has ended (waits up to {@code millis} for it): fails every request this group
+     * holds with {@code e}; the operation thread only. Returns false, touching nothing, when the thread
+     * has not ended.
+     */
+    boolean failPendingAfterEnd(IOException e, long millis) {
+        join(millis);
+        Thread t = thread;
+        if (t != null && t.isAlive()) {
+            return false;
+        }
+        for (int lane : lanes) {
+            senders[lane].failPending(e);
+            receivers[lane].failPending(e);
+        }
+        failPosted(e);
+        return true;
     }
 
     /** Moves posted requests onto their lanes, in order; true when there were any. */
