@@ -75,7 +75,12 @@ final class TcpConnection implements Connection {
     /** Stripes carry a CRC32C trailer (JCCL_CHECKSUM, as the lower rank of the pair announced it). */
     private final boolean checksum;
     private final String description;
+    /** Every socket of the connection (both directions' when split). */
     private final WireChannel[] sockets;
+    /** Lane i's sending and receiving socket: the same one, or (split) one of each direction's. */
+    private final WireChannel[] outs;
+    private final WireChannel[] ins;
+    private final boolean split;
     private final TcpSendLane[] senders;
     private final TcpRecvLane[] receivers;
     private final TcpErrors errors;
@@ -100,33 +105,42 @@ final class TcpConnection implements Connection {
     int maxView = MAX_VIEW;
 
     TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum) {
-        this(selfRank, peer, remoteAddress, sockets, checksum, 0, null);
+        this(selfRank, peer, remoteAddress, sockets, checksum, 0, null, false);
     }
 
     /**
      * @param ioThreads stream group threads (0: the operation thread drives every socket)
      * @param waker wakes the operation thread (offloaded only)
+     * @param split each direction has half of {@code sockets} ({@link TcpWire#FLAG_SPLIT}): the first half carries
+     *        the lower rank's messages
      */
     TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum, int ioThreads,
-            Runnable waker) {
+            Runnable waker, boolean split) {
         this.peer = peer;
         this.selfRank = selfRank;
         this.checksum = checksum;
-        this.nsocks = sockets.length;
+        this.split = split;
+        this.nsocks = split ? sockets.length / 2 : sockets.length;
         this.sockets = sockets.clone();
         this.errors = new TcpErrors(peer, selfRank, nsocks, checksum);
         ReceiveTap tap = receiveTap;
         this.senders = new TcpSendLane[nsocks];
         this.receivers = new TcpRecvLane[nsocks];
+        this.outs = new WireChannel[nsocks];
+        this.ins = new WireChannel[nsocks];
+        boolean lower = selfRank < peer.rank();
         for (int i = 0; i < nsocks; i++) {
-            senders[i] = new TcpSendLane(this, i, sockets[i], nsocks, checksum);
-            receivers[i] = new TcpRecvLane(this, errors, i, sockets[i], nsocks, peer.rank(), checksum, tap);
+            outs[i] = split ? sockets[lower ? i : nsocks + i] : sockets[i];
+            ins[i] = split ? sockets[lower ? nsocks + i : i] : sockets[i];
+            senders[i] = new TcpSendLane(this, i, outs[i], nsocks, checksum);
+            receivers[i] = new TcpRecvLane(this, errors, i, ins[i], nsocks, peer.rank(), checksum, tap);
         }
         int threads = Math.min(ioThreads, nsocks);
         this.waker = waker == null ? () -> { } : waker;
         this.groups = threads > 0 ? new TcpIoGroup[threads] : null;
         this.groupsFailed = new boolean[Math.max(0, threads)];
-        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C" : "")
+        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (split ? " each way" : "")
+                + (checksum ? ", CRC32C" : "")
                 + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "")
                 + (threads > 0 ? ", " + threads + (threads == 1 ? " stream thread" : " stream threads") : "") + ")";
         if (groups != null) {
@@ -142,7 +156,7 @@ final class TcpConnection implements Connection {
                 for (int j = 0; j < lanes.length; j++) {
                     lanes[j] = g + j * threads;
                 }
-                groups[g] = new TcpIoGroup(this, g, lanes, senders, receivers, sockets);
+                groups[g] = new TcpIoGroup(this, g, lanes, senders, receivers, outs, ins);
             }
         } catch (IOException e) {
             for (TcpIoGroup group : groups) {
@@ -158,6 +172,21 @@ final class TcpConnection implements Connection {
         for (int g = 0; g < threads; g++) {
             groups[g].start("jccl-tcp-io-r" + selfRank + "-p" + peer.rank() + "-" + g);
         }
+    }
+
+    /** Whether each direction has sockets of its own ({@link TcpWire#FLAG_SPLIT}). */
+    boolean split() {
+        return split;
+    }
+
+    /** Lane {@code i}'s sending socket (tests). */
+    WireChannel out(int i) {
+        return outs[i];
+    }
+
+    /** Lane {@code i}'s receiving socket (tests). */
+    WireChannel in(int i) {
+        return ins[i];
     }
 
     /** Whether stream group threads drive the sockets. */
@@ -184,9 +213,10 @@ final class TcpConnection implements Connection {
         if (groups != null) {
             return new SelectableChannel[0];
         }
+        // The receiving sockets: what wakes a waiting rank is its peer's bytes.
         SelectableChannel[] chans = new SelectableChannel[nsocks];
         for (int i = 0; i < nsocks; i++) {
-            chans[i] = sockets[i].socket();
+            chans[i] = ins[i].socket();
         }
         return chans;
     }
@@ -332,7 +362,10 @@ final class TcpConnection implements Connection {
         try {
             for (int i = 0; i < nsocks; i++) {
                 current = i;
-                sockets[i].flush(); // TLS records a previous write could not hand to the socket
+                outs[i].flush(); // TLS records a previous write could not hand to the socket
+                if (split) {
+                    ins[i].flush();
+                }
                 moved += senders[i].progress();
                 moved += receivers[i].progress();
             }

@@ -154,14 +154,17 @@ final class TcpEndpoint implements Endpoint {
         PeerInfo peer = ctx.peer(peerRank);
         InetSocketAddress remote = peerAddress(peer);
         boolean crc;
+        boolean split;
         WireChannel[] sockets;
         if (rank < peerRank) {
             sockets = dialer.initiate(peer, remote);
             crc = checksum;
+            split = settings.split();
         } else {
             TcpPeerSlot slot = await(peer, remote);
             sockets = slot.taken;
             crc = (slot.flags & TcpWire.FLAG_CHECKSUM) != 0;
+            split = (slot.flags & TcpWire.FLAG_SPLIT) != 0;
             if (crc != checksum) {
                 Log.warn(Log.Subsys.NET, rank, "rank " + rank + " has " + Settings.CHECKSUM.name() + "=" + (checksum ? 1 : 0) + " but "
                         + peer.describe() + ", the lower rank of the pair, connected with " + (crc ? 1 : 0) + ": the pair runs "
@@ -170,7 +173,7 @@ final class TcpEndpoint implements Endpoint {
         }
         // Decided per connection: the number of ranks on this host is known by now (JCCL_SOCKET_OFFLOAD).
         int streamThreads = settings.streamThreads(ctx.localSize(), Runtime.getRuntime().availableProcessors());
-        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc, streamThreads, ctx::wakeup);
+        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc, streamThreads, ctx::wakeup, split);
         connections.put(peerRank, c);
         if (closed) {
             // close() ran while we connected and may have missed this connection.

@@ -42,10 +42,13 @@ final class TcpIoGroup implements Runnable {
     private final int[] lanes;
     private final TcpSendLane[] senders;
     private final TcpRecvLane[] receivers;
-    private final org.jccl.internal.net.WireChannel[] sockets;
+    private final org.jccl.internal.net.WireChannel[] outs;
+    private final org.jccl.internal.net.WireChannel[] ins;
     private final ConcurrentLinkedQueue<Post> posted = new ConcurrentLinkedQueue<>();
     private final Selector selector;
-    private final SelectionKey[] keys;
+    /** Per lane of the group: the key of its sending socket and of its receiving socket (the same key when they are one socket). */
+    private final SelectionKey[] sendKeys;
+    private final SelectionKey[] recvKeys;
     /** Raised while this thread is (about to be) blocked in its selector; a post then wakes it. */
     private volatile boolean sleeping;
     /** Raised once the thread has stopped driving its lanes (the connection failed or closed). */
@@ -53,18 +56,21 @@ final class TcpIoGroup implements Runnable {
     private volatile Thread thread;
 
     TcpIoGroup(TcpConnection connection, int group, int[] lanes, TcpSendLane[] senders, TcpRecvLane[] receivers,
-            org.jccl.internal.net.WireChannel[] sockets) throws IOException {
+            org.jccl.internal.net.WireChannel[] outs, org.jccl.internal.net.WireChannel[] ins) throws IOException {
         this.connection = connection;
         this.group = group;
         this.lanes = lanes;
         this.senders = senders;
         this.receivers = receivers;
-        this.sockets = sockets;
+        this.outs = outs;
+        this.ins = ins;
         this.selector = Selector.open();
-        this.keys = new SelectionKey[lanes.length];
+        this.sendKeys = new SelectionKey[lanes.length];
+        this.recvKeys = new SelectionKey[lanes.length];
         try {
             for (int j = 0; j < lanes.length; j++) {
-                keys[j] = sockets[lanes[j]].socket().register(selector, 0);
+                recvKeys[j] = ins[lanes[j]].socket().register(selector, 0);
+                sendKeys[j] = outs[lanes[j]] == ins[lanes[j]] ? recvKeys[j] : outs[lanes[j]].socket().register(selector, 0);
             }
         } catch (IOException | RuntimeException e) {
             selector.close();
@@ -114,7 +120,10 @@ final class TcpIoGroup implements Runnable {
                 long moved = 0;
                 for (int j = 0; j < lanes.length; j++) {
                     current = lanes[j];
-                    sockets[current].flush(); // TLS records a previous write could not hand to the socket
+                    outs[current].flush(); // TLS records a previous write could not hand to the socket
+                    if (ins[current] != outs[current]) {
+                        ins[current].flush();
+                    }
                     moved += senders[current].progress();
                     moved += receivers[current].progress();
                 }
@@ -192,11 +201,14 @@ final class TcpIoGroup implements Runnable {
     private void block() throws IOException {
         boolean interest = false;
         for (int j = 0; j < lanes.length; j++) {
-            int ops = (senders[lanes[j]].sendQ.isEmpty() ? 0 : SelectionKey.OP_WRITE)
-                    | (receivers[lanes[j]].recvQ.isEmpty() ? 0 : SelectionKey.OP_READ);
-            interest |= ops != 0;
-            if (keys[j].interestOps() != ops) {
-                keys[j].interestOps(ops);
+            int write = senders[lanes[j]].sendQ.isEmpty() ? 0 : SelectionKey.OP_WRITE;
+            int read = receivers[lanes[j]].recvQ.isEmpty() ? 0 : SelectionKey.OP_READ;
+            interest |= (write | read) != 0;
+            if (sendKeys[j] == recvKeys[j]) {
+                interest(recvKeys[j], write | read);
+            } else {
+                interest(sendKeys[j], write);
+                interest(recvKeys[j], read);
             }
         }
         sleeping = true;
@@ -208,6 +220,12 @@ final class TcpIoGroup implements Runnable {
             selector.selectedKeys().clear();
         } finally {
             sleeping = false;
+        }
+    }
+
+    private static void interest(SelectionKey key, int ops) {
+        if (key.interestOps() != ops) {
+            key.interestOps(ops);
         }
     }
 

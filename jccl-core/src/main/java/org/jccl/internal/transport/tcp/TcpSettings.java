@@ -13,7 +13,8 @@ import org.jccl.internal.net.Tls;
  * {@code Context.conclude()}): every bad value fails there, before a port is held, and the transport
  * reads fields afterwards, never the configuration.
  *
- * @param sockets sockets per peer: {@code JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD}, at most {@link TcpWire#MAX_SOCKETS}
+ * @param sockets sockets per peer and direction: {@code JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD}, at most {@link
+ *        TcpWire#MAX_SOCKETS} in all (half of it each way when split)
  * @param socketBuffer SO_SNDBUF/SO_RCVBUF in bytes ({@code JCCL_SOCKET_BUFFER}); 0 leaves the kernel's autotuning
  * @param connectTimeout how long a connection to a peer may take ({@code JCCL_CONNECT_TIMEOUT})
  * @param checksum CRC32C over every stripe ({@code JCCL_CHECKSUM})
@@ -21,9 +22,10 @@ import org.jccl.internal.net.Tls;
  * @param bindAddress the address to listen on ({@code JCCL_SOCKET_IFNAME}, {@code JCCL_SOCKET_FAMILY})
  * @param threads {@code JCCL_SOCKET_NTHREADS}
  * @param offload {@code JCCL_SOCKET_OFFLOAD}: 1 on, 0 off, -1 auto (see {@link #streamThreads})
+ * @param split {@code JCCL_SOCKET_SPLIT}: each direction gets {@code sockets} sockets of its own
  */
 record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boolean checksum, Tls tls, InetAddress bindAddress,
-        int threads, int offload) {
+        int threads, int offload, boolean split) {
 
     /**
      * Reads and checks the TCP settings of {@code config}.
@@ -33,9 +35,11 @@ record TcpSettings(int sockets, int socketBuffer, Duration connectTimeout, boole
     static TcpSettings conclude(Config config) {
         int threads = Settings.SOCKET_NTHREADS.getInt(config);
         int perThread = Settings.NSOCKS_PERTHREAD.getInt(config);
-        return new TcpSettings(Math.min(TcpWire.MAX_SOCKETS, threads * perThread), (int) Settings.SOCKET_BUFFER.getLong(config),
+        boolean split = Settings.SOCKET_SPLIT.getBool(config);
+        int max = split ? TcpWire.MAX_SOCKETS / 2 : TcpWire.MAX_SOCKETS;
+        return new TcpSettings(Math.min(max, threads * perThread), (int) Settings.SOCKET_BUFFER.getLong(config),
                 Settings.CONNECT_TIMEOUT.getDuration(config), Settings.CHECKSUM.getBool(config), Tls.fromConfig(config),
-                Interfaces.selectAddress(config), threads, Settings.SOCKET_OFFLOAD.getInt(config));
+                Interfaces.selectAddress(config), threads, Settings.SOCKET_OFFLOAD.getInt(config), split);
     }
 
     /**

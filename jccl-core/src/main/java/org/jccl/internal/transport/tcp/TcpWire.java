@@ -25,7 +25,8 @@ import java.nio.ByteBuffer;
  *  +---------------+----------+-----------------+-----------+-----------+
  *  | commId[16]    | i32 rank | i32 socketIndex | i32 nsocks| i32 flags |
  *  +---------------+----------+-----------------+-----------+-----------+
- *  flags: bit 0 = {@link #FLAG_CHECKSUM} (stripes carry a CRC32C trailer); other bits must be 0
+ *  flags: bit 0 = {@link #FLAG_CHECKSUM} (stripes carry a CRC32C trailer); bit 1 = {@link #FLAG_SPLIT}
+ *  (sockets 0..nsocks/2-1 carry the lower rank's messages, the others the higher rank's); other bits must be 0
  * </pre>
  * The lower rank of a pair opens {@code nsocks} sockets and numbers them {@code 0..nsocks-1};
  * the higher rank takes {@code nsocks} and the flags from the hellos, so both sides stripe (and
@@ -87,8 +88,14 @@ final class TcpWire {
     static final int HELLO_BYTES = 32;
     /** Hello flag: the connection's stripes carry a CRC32C trailer. */
     static final int FLAG_CHECKSUM = 1;
+    /**
+     * Hello flag: each direction has sockets of its own ({@code JCCL_SOCKET_SPLIT}): of the hello's
+     * {@code nsocks} (even), sockets {@code 0..nsocks/2-1} carry the lower rank's messages and the
+     * others the higher rank's; striping then runs over {@code nsocks/2} sockets per direction.
+     */
+    static final int FLAG_SPLIT = 2;
     /** Every flag this version knows; a hello with another bit set is refused. */
-    static final int KNOWN_FLAGS = FLAG_CHECKSUM;
+    static final int KNOWN_FLAGS = FLAG_CHECKSUM | FLAG_SPLIT;
     /** Most sockets per peer connection (NCCL's limit too). */
     static final int MAX_SOCKETS = 64;
     /**
