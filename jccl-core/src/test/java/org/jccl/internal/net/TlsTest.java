@@ -209,7 +209,7 @@ class TlsTest {
             List<String> links = Files.readAllLines(log).stream().filter(l -> l.contains(" via TCP ")).toList();
             assertEquals(2, links.size(), links.toString());
             for (String l : links) {
-                assertTrue(l.endsWith("(4 sockets each way, TLS, 2 stream threads)"), l);
+                assertTrue(l.endsWith("(4 + 4 sockets, TLS, 2 stream threads)"), l);
             }
         } finally {
             comms.forEach(Communicator::close);

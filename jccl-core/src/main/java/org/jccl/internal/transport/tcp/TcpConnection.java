@@ -75,12 +75,14 @@ final class TcpConnection implements Connection {
     /** Stripes carry a CRC32C trailer (JCCL_CHECKSUM, as the lower rank of the pair announced it). */
     private final boolean checksum;
     private final String description;
-    /** Every socket of the connection (both directions' when split). */
+    /** Every socket of the connection; socket k has send lane k and receive lane k. */
     private final WireChannel[] sockets;
-    /** Lane i's sending and receiving socket: the same one, or (split) one of each direction's. */
-    private final WireChannel[] outs;
-    private final WireChannel[] ins;
+    /** Split ({@link TcpWire#FLAG_SPLIT}): sockets n..2n-1 carry the higher rank's messages of {@link TcpWire#OWN_DIRECTION_BYTES} and more. */
     private final boolean split;
+    /** This rank is the lower of the pair (its messages all go on sockets 0..n-1). */
+    private final boolean lower;
+    /** Lanes: every socket (2n when split). */
+    private final int lanes;
     private final TcpSendLane[] senders;
     private final TcpRecvLane[] receivers;
     private final TcpErrors errors;
@@ -121,25 +123,23 @@ final class TcpConnection implements Connection {
         this.checksum = checksum;
         this.split = split;
         this.nsocks = split ? sockets.length / 2 : sockets.length;
+        this.lanes = sockets.length;
+        this.lower = selfRank < peer.rank();
         this.sockets = sockets.clone();
         this.errors = new TcpErrors(peer, selfRank, nsocks, checksum);
         ReceiveTap tap = receiveTap;
-        this.senders = new TcpSendLane[nsocks];
-        this.receivers = new TcpRecvLane[nsocks];
-        this.outs = new WireChannel[nsocks];
-        this.ins = new WireChannel[nsocks];
-        boolean lower = selfRank < peer.rank();
-        for (int i = 0; i < nsocks; i++) {
-            outs[i] = split ? sockets[lower ? i : nsocks + i] : sockets[i];
-            ins[i] = split ? sockets[lower ? nsocks + i : i] : sockets[i];
-            senders[i] = new TcpSendLane(this, i, outs[i], nsocks, checksum);
-            receivers[i] = new TcpRecvLane(this, errors, i, ins[i], nsocks, peer.rank(), checksum, tap);
+        this.senders = new TcpSendLane[lanes];
+        this.receivers = new TcpRecvLane[lanes];
+        for (int k = 0; k < lanes; k++) {
+            // The lane's index within its set of n sockets is its stripe number.
+            senders[k] = new TcpSendLane(this, k % nsocks, sockets[k], nsocks, checksum);
+            receivers[k] = new TcpRecvLane(this, errors, k % nsocks, sockets[k], nsocks, peer.rank(), checksum, tap);
         }
         int threads = Math.min(ioThreads, nsocks);
         this.waker = waker == null ? () -> { } : waker;
         this.groups = threads > 0 ? new TcpIoGroup[threads] : null;
         this.groupsFailed = new boolean[Math.max(0, threads)];
-        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (split ? " each way" : "")
+        this.description = "TCP " + remoteAddress + " (" + (split ? nsocks + " + " + nsocks + " sockets" : nsocks + (nsocks == 1 ? " socket" : " sockets"))
                 + (checksum ? ", CRC32C" : "")
                 + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "")
                 + (threads > 0 ? ", " + threads + (threads == 1 ? " stream thread" : " stream threads") : "") + ")";
@@ -152,11 +152,18 @@ final class TcpConnection implements Connection {
     private void startGroups(int threads) {
         try {
             for (int g = 0; g < threads; g++) {
-                int[] lanes = new int[(nsocks - g + threads - 1) / threads];
-                for (int j = 0; j < lanes.length; j++) {
-                    lanes[j] = g + j * threads;
+                // Socket k (of either set) belongs to group (k mod n) mod threads.
+                int count = 0;
+                for (int k = 0; k < lanes; k++) {
+                    count += (k % nsocks) % threads == g ? 1 : 0;
                 }
-                groups[g] = new TcpIoGroup(this, g, lanes, senders, receivers, outs, ins);
+                int[] mine = new int[count];
+                for (int k = 0, j = 0; k < lanes; k++) {
+                    if ((k % nsocks) % threads == g) {
+                        mine[j++] = k;
+                    }
+                }
+                groups[g] = new TcpIoGroup(this, g, mine, senders, receivers, sockets, sockets);
             }
         } catch (IOException e) {
             for (TcpIoGroup group : groups) {
@@ -179,14 +186,19 @@ final class TcpConnection implements Connection {
         return split;
     }
 
-    /** Lane {@code i}'s sending socket (tests). */
-    WireChannel out(int i) {
-        return outs[i];
+    /** Socket {@code k} of the connection (tests). */
+    WireChannel socket(int k) {
+        return sockets[k];
     }
 
-    /** Lane {@code i}'s receiving socket (tests). */
-    WireChannel in(int i) {
-        return ins[i];
+    /** First socket of the set that carries this rank's messages of {@code size} bytes. */
+    private int sendBase(long size) {
+        return split && !lower && size >= TcpWire.OWN_DIRECTION_BYTES ? nsocks : 0;
+    }
+
+    /** First socket of the set that carries the peer's messages of {@code size} bytes. */
+    private int recvBase(long size) {
+        return split && lower && size >= TcpWire.OWN_DIRECTION_BYTES ? nsocks : 0;
     }
 
     /** Whether stream group threads drive the sockets. */
@@ -214,9 +226,11 @@ final class TcpConnection implements Connection {
             return new SelectableChannel[0];
         }
         // The receiving sockets: what wakes a waiting rank is its peer's bytes.
-        SelectableChannel[] chans = new SelectableChannel[nsocks];
-        for (int i = 0; i < nsocks; i++) {
-            chans[i] = ins[i].socket();
+        // The sockets the peer's messages arrive on: all of them, except the higher rank's own large-message set.
+        int n = split && !lower ? nsocks : lanes;
+        SelectableChannel[] chans = new SelectableChannel[n];
+        for (int k = 0; k < n; k++) {
+            chans[k] = sockets[k].socket();
         }
         return chans;
     }
@@ -243,13 +257,14 @@ final class TcpConnection implements Connection {
             return r;
         }
         long seq = sendSeq++;
+        int base = sendBase(src.byteSize());
         if (TcpWire.isSplit(src.byteSize(), nsocks)) {
             r.transportState = new AtomicInteger(nsocks);
             for (int i = 0; i < nsocks; i++) {
-                queue(i, r, true);
+                queue(base + i, r, true);
             }
         } else {
-            queue(TcpWire.socketOf(seq, nsocks), r, true);
+            queue(base + TcpWire.socketOf(seq, nsocks), r, true);
         }
         return r;
     }
@@ -266,13 +281,14 @@ final class TcpConnection implements Connection {
             return r;
         }
         long seq = recvSeq++;
+        int base = recvBase(dst.byteSize());
         if (TcpWire.isSplit(dst.byteSize(), nsocks)) {
             r.transportState = new AtomicInteger(nsocks);
             for (int i = 0; i < nsocks; i++) {
-                queue(i, r, false);
+                queue(base + i, r, false);
             }
         } else {
-            queue(TcpWire.socketOf(seq, nsocks), r, false);
+            queue(base + TcpWire.socketOf(seq, nsocks), r, false);
         }
         return r;
     }
@@ -360,14 +376,11 @@ final class TcpConnection implements Connection {
         long moved = 0;
         int current = -1;
         try {
-            for (int i = 0; i < nsocks; i++) {
-                current = i;
-                outs[i].flush(); // TLS records a previous write could not hand to the socket
-                if (split) {
-                    ins[i].flush();
-                }
-                moved += senders[i].progress();
-                moved += receivers[i].progress();
+            for (int k = 0; k < lanes; k++) {
+                current = k;
+                sockets[k].flush(); // TLS records a previous write could not hand to the socket
+                moved += senders[k].progress();
+                moved += receivers[k].progress();
             }
         } catch (IOException e) {
             throw fail(errors.explain(e, current, closed));
@@ -379,9 +392,9 @@ final class TcpConnection implements Connection {
     private IOException fail(IOException e) {
         if (failure == null) {
             failure = e;
-            for (int i = 0; i < nsocks; i++) {
-                senders[i].failPending(e);
-                receivers[i].failPending(e);
+            for (int k = 0; k < lanes; k++) {
+                senders[k].failPending(e);
+                receivers[k].failPending(e);
             }
             closeSockets();
         }

@@ -89,11 +89,19 @@ final class TcpWire {
     /** Hello flag: the connection's stripes carry a CRC32C trailer. */
     static final int FLAG_CHECKSUM = 1;
     /**
-     * Hello flag: each direction has sockets of its own ({@code JCCL_SOCKET_SPLIT}): of the hello's
-     * {@code nsocks} (even), sockets {@code 0..nsocks/2-1} carry the lower rank's messages and the
-     * others the higher rank's; striping then runs over {@code nsocks/2} sockets per direction.
+     * Hello flag: large messages have sockets of their own per direction ({@code JCCL_SOCKET_SPLIT}): of
+     * the hello's {@code nsocks} (even), sockets {@code 0..nsocks/2-1} carry the lower rank's messages and
+     * the higher rank's below {@link #OWN_DIRECTION_BYTES}, the others the higher rank's from that size
+     * on; striping runs over the {@code nsocks/2} sockets of the message's set.
      */
     static final int FLAG_SPLIT = 2;
+    /**
+     * With {@link #FLAG_SPLIT}: the higher rank's messages of this size and more go on sockets
+     * {@code nsocks/2..nsocks-1}; its smaller ones, and all of the lower rank's, on {@code 0..nsocks/2-1}.
+     * Small messages so share sockets both ways, where each side's data carries the acknowledgement of
+     * the other's (8 B all-reduce 5.1-6.2 us instead of 6.9-7.2 with every size split by direction).
+     */
+    static final long OWN_DIRECTION_BYTES = 64 * 1024;
     /** Every flag this version knows; a hello with another bit set is refused. */
     static final int KNOWN_FLAGS = FLAG_CHECKSUM | FLAG_SPLIT;
     /** Most sockets per peer connection (NCCL's limit too). */

@@ -184,15 +184,14 @@ class TcpTransportTest {
                 conns[rank] = conn;
                 assertTrue(conn.split());
                 assertEquals(perWay, conn.sockets());
-                assertEquals(perWay, conn.channels().length, "the runtime waits on the receiving sockets only");
-                assertTrue(conn.describe().endsWith("(" + perWay + (perWay == 1 ? " socket" : " sockets") + " each way)"), conn.describe());
-                exchangeOn(conn, rank, (4 << 20) + 1, 70_000, 5);
+                // The lower rank receives on both sets (the higher rank's small and large messages), the higher on the first.
+                assertEquals(rank == 0 ? 2 * perWay : perWay, conn.channels().length);
+                assertTrue(conn.describe().endsWith("(" + perWay + " + " + perWay + " sockets)"), conn.describe());
+                // Sizes on both sides of the 64 KiB rule, split over the sockets and whole, small ones batched.
+                exchangeOn(conn, rank, (4 << 20) + 1, 70_000, 65_535, 65_536, 5, 0, 300_000);
             });
-            for (int i = 0; i < perWay; i++) {
-                // Rank 0's sending socket i is rank 1's receiving socket i, and the two directions never share a socket.
-                assertEquals(local(conns[0].out(i)), remote(conns[1].in(i)), "lane " + i);
-                assertEquals(local(conns[1].out(i)), remote(conns[0].in(i)), "lane " + i);
-                assertTrue(conns[0].out(i) != conns[0].in(i));
+            for (int k = 0; k < 2 * perWay; k++) {
+                assertEquals(local(conns[0].socket(k)), remote(conns[1].socket(k)), "socket " + k);
             }
         }
     }
@@ -308,7 +307,7 @@ class TcpTransportTest {
             runRanks(2, 25_000, rank -> {
                 TcpConnection conn = (TcpConnection) c.ep[rank].connect(1 - rank);
                 assertTrue(conn.checksummed(), conn.describe());
-                assertTrue(conn.describe().endsWith("(3 sockets each way, CRC32C)"), conn.describe());
+                assertTrue(conn.describe().endsWith("(3 + 3 sockets, CRC32C)"), conn.describe());
                 conn.maxView = 4000;
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment buf = arena.allocate((1 << 20) + 3);
