@@ -52,9 +52,9 @@ public final class Settings {
                     + " reduces; 0: the operation thread drives them; -1 (auto): on when JCCL_SOCKET_NTHREADS > 1 and the process may use"
                     + " (JCCL_SOCKET_NTHREADS + 1) CPUs per rank of its host");
     public static final Setting SOCKET_SPLIT = Setting.define("JCCL_SOCKET_SPLIT", null, BOOL, "1", 0, 0,
-            "1: each direction of a TCP peer connection has sockets of its own (JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD"
-                    + " each way, at most 32), so that sending and receiving never wait for one socket's lock; 0: every socket"
-                    + " carries both directions (the lower rank of each pair decides for the pair)");
+            "1: large TCP messages (from 64 KiB) have sockets of their own per direction (JCCL_SOCKET_NTHREADS x"
+                    + " JCCL_NSOCKS_PERTHREAD each way, at most 32; twice the sockets per peer), so one side's sending never holds up"
+                    + " the other's; 0: every socket carries both directions (the lower rank of each pair decides for the pair)");
     public static final Setting NSOCKS_PERTHREAD = Setting.define("JCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", INT, "1", 1, 16,
             "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
     public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,

@@ -67,7 +67,10 @@ import java.nio.ByteBuffer;
  * {@code n} sockets: when {@link #isSplit}{@code (size, n)} is false it goes whole, as stripe 0,
  * on socket {@code k mod n}; otherwise it is cut into {@code n} contiguous stripes of nearly equal
  * length, stripe {@code i} on socket {@code i}. Per socket, stripes go in message order, so a
- * receiver only needs its own posted receives to know what comes next on every socket.
+ * receiver only needs its own posted receives to know what comes next on every socket. With
+ * {@link #FLAG_SPLIT} the rule runs over the {@code n = nsocks/2} sockets of the message's set: sockets
+ * {@code n..2n-1} for the higher rank's messages of {@link #OWN_DIRECTION_BYTES} and more, {@code 0..n-1}
+ * for every other message (both sides know sender and size, so both pick the same set).
  */
 final class TcpWire {
 
