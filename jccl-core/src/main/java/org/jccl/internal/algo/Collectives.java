@@ -79,14 +79,15 @@ public final class Collectives {
             RingCollectives.ringAllGather(ctx, r, ch, t.size(), mod(ctx.rank() + 1, n), gatherSends);
             return;
         }
+        if (algo == Algo.RABENSEIFNER) {
+            // It copies the input itself, only where it must (a rank count that is not a power of two).
+            DoublingCollectives.rabenseifnerAllReduce(ctx, same(s, r) ? r : s, r, count, t, op);
+            return;
+        }
         if (!same(s, r)) {
             MemorySegment.copy(s, 0, r, 0, bytes);
         }
-        if (algo == Algo.RABENSEIFNER) {
-            DoublingCollectives.rabenseifnerAllReduce(ctx, r, count, t, op);
-        } else {
-            DoublingCollectives.recursiveDoublingAllReduce(ctx, r, count, t, op);
-        }
+        DoublingCollectives.recursiveDoublingAllReduce(ctx, r, count, t, op);
     }
 
     private static final Algo[] ALLREDUCE_P2P = {Algo.RD, Algo.RABENSEIFNER, Algo.RING};

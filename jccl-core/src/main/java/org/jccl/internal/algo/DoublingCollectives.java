@@ -92,20 +92,63 @@ final class DoublingCollectives {
     }
 
     /**
-     * Rabenseifner's all-reduce in place over {@code r}: the vector is cut into p balanced chunks;
-     * reduce-scatter by recursive halving (at each step a rank keeps half of its current range,
-     * sends the other half to its partner and reduces the partner's copy of the kept half into its
-     * own), after which core rank v holds chunk v fully reduced; then all-gather by recursive
-     * doubling (ranges double each step). Non-powers of two are folded as in recursive doubling.
-     * Moves 2(p-1)/p of the vector per rank instead of log2 p vectors.
+     * One halving step: sends {@code give} and receives the partner's copy of the kept range into
+     * {@code tmp}, both in {@code JCCL_CHUNK_SIZE} slices (the partner cuts its half the same way:
+     * equal lengths), and writes {@code keepIn op received} into {@code keep} slice by slice as each
+     * arrives.
      */
-    static void rabenseifnerAllReduce(CollectiveContext ctx, MemorySegment r, long count, DataType t, ReduceOp op) {
+    private static void reduceExchange(CollectiveContext ctx, int peer, MemorySegment give, MemorySegment keepIn, MemorySegment keep,
+                                       MemorySegment tmp, DataType t, ReduceOp op) {
+        int esz = t.size();
+        long slice = Math.max(1, ctx.chunkBytes() / esz) * esz;
+        long inBytes = keep.byteSize();
+        int nrecv = (int) ((inBytes + slice - 1) / slice);
+        P2pRequest[] rq = new P2pRequest[nrecv];
+        for (int k = 0; k < nrecv; k++) {
+            rq[k] = ctx.recv(peer, tmp.asSlice(k * slice, Math.min(slice, inBytes - k * slice)));
+        }
+        long outBytes = give.byteSize();
+        int nsend = (int) ((outBytes + slice - 1) / slice);
+        P2pRequest[] sq = new P2pRequest[nsend];
+        for (int k = 0; k < nsend; k++) {
+            sq[k] = ctx.send(peer, give.asSlice(k * slice, Math.min(slice, outBytes - k * slice)));
+        }
+        for (int k = 0; k < nrecv; k++) {
+            ctx.await(rq[k]);
+            long off = k * slice;
+            long len = Math.min(slice, inBytes - off);
+            Reductions.reduce(keep.asSlice(off, len), keepIn.asSlice(off, len), tmp.asSlice(off, len), len / esz, t, op);
+        }
+        ctx.awaitAll(sq);
+    }
+
+    /**
+     * Rabenseifner's all-reduce of {@code s} into {@code r} (the same memory when in place): the
+     * vector is cut into p balanced chunks; reduce-scatter by recursive halving (at each step a rank
+     * keeps half of its current range, sends the other half to its partner and reduces the partner's
+     * copy of the kept half into its own), after which core rank v holds chunk v fully reduced; then
+     * all-gather by recursive doubling (ranges double each step). Non-powers of two are folded as in
+     * recursive doubling. Moves 2(p-1)/p of the vector per rank instead of log2 p vectors.
+     *
+     * <p>Each halving step moves its half in {@code JCCL_CHUNK_SIZE} slices and reduces slice k as
+     * soon as it has arrived, while later slices are still on the wire (a transport that moves bytes
+     * on threads of its own, TCP's stream threads, overlaps the two; for the others the slice is
+     * reduced while it is still in cache). Out of place with p = n, the first step reads {@code s}
+     * and writes the reductions into {@code r}: the input is never copied as a whole.
+     */
+    static void rabenseifnerAllReduce(CollectiveContext ctx, MemorySegment s, MemorySegment r, long count, DataType t, ReduceOp op) {
         int n = ctx.size();
         int rank = ctx.rank();
         int esz = t.size();
         long bytes = t.bytes(count);
         int p = Integer.highestOneBit(n);
         int rem = n - p;
+        MemorySegment src = s;
+        if (s != r && (rem != 0 || p == 1)) {
+            // The fold reduces into r, and a single rank only copies.
+            MemorySegment.copy(s, 0, r, 0, bytes);
+            src = r;
+        }
         MemorySegment tmp = ctx.scratch(0, bytes);
         int vrank = foldIn(ctx, r, tmp, count, t, op, rem);
         if (vrank >= 0) {
@@ -122,12 +165,10 @@ final class DoublingCollectives {
                 int sendHi = lower ? hi : mid;
                 long keepElems = ch.rangeLength(keepLo, keepHi);
                 MemorySegment keep = r.asSlice(ch.rangeOffset(keepLo) * esz, keepElems * esz);
-                MemorySegment give = r.asSlice(ch.rangeOffset(sendLo) * esz, ch.rangeLength(sendLo, sendHi) * esz);
-                MemorySegment in = tmp.asSlice(0, keepElems * esz);
-                exchange(ctx, partner, give, in);
-                if (keepElems > 0) {
-                    Reductions.reduce(keep, in, keepElems, t, op);
-                }
+                MemorySegment keepIn = src.asSlice(ch.rangeOffset(keepLo) * esz, keepElems * esz);
+                MemorySegment give = src.asSlice(ch.rangeOffset(sendLo) * esz, ch.rangeLength(sendLo, sendHi) * esz);
+                reduceExchange(ctx, partner, give, keepIn, keep, tmp, t, op);
+                src = r;
                 lo = keepLo;
                 hi = keepHi;
             }

@@ -46,7 +46,15 @@ public final class Settings {
     public static final Setting SOCKET_FAMILY = Setting.define("JCCL_SOCKET_FAMILY", "NCCL_SOCKET_FAMILY", STRING, null, 0, 0,
             "AF_INET or AF_INET6 to force the address family");
     public static final Setting SOCKET_NTHREADS = Setting.define("JCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", INT, "1", 1, 16,
-            "threads per peer connection for large TCP messages");
+            "stream threads per peer connection (with JCCL_SOCKET_OFFLOAD on; socket i belongs to thread i mod this)");
+    public static final Setting SOCKET_OFFLOAD = Setting.define("JCCL_SOCKET_OFFLOAD", null, INT, "-1", -1, 1,
+            "1: JCCL_SOCKET_NTHREADS threads of their own drive each TCP connection's sockets while the operation thread"
+                    + " reduces; 0: the operation thread drives them; -1 (auto): on when JCCL_SOCKET_NTHREADS > 1 and the process may use"
+                    + " (JCCL_SOCKET_NTHREADS + 1) CPUs per rank of its host");
+    public static final Setting SOCKET_SPLIT = Setting.define("JCCL_SOCKET_SPLIT", null, BOOL, "1", 0, 0,
+            "1: large TCP messages (from 64 KiB) have sockets of their own per direction (JCCL_SOCKET_NTHREADS x"
+                    + " JCCL_NSOCKS_PERTHREAD each way, at most 32; twice the sockets per peer), so one side's sending never holds up"
+                    + " the other's; 0: every socket carries both directions (the lower rank of each pair decides for the pair)");
     public static final Setting NSOCKS_PERTHREAD = Setting.define("JCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", INT, "1", 1, 16,
             "sockets per thread per peer connection; sockets per peer = threads x this (at most 64)");
     public static final Setting SOCKET_BUFFER = Setting.define("JCCL_SOCKET_BUFFER", null, BYTES, "4M", 0, 1L << 30,

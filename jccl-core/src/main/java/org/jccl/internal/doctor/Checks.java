@@ -67,8 +67,10 @@ abstract class Checks {
         return in.localRanks();
     }
 
+    /** TCP sockets per peer: JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD, twice with JCCL_SOCKET_SPLIT (each direction its own). */
     int socketsPerPeer() {
-        return Settings.SOCKET_NTHREADS.getInt(config) * Settings.NSOCKS_PERTHREAD.getInt(config);
+        int perWay = Settings.SOCKET_NTHREADS.getInt(config) * Settings.NSOCKS_PERTHREAD.getInt(config);
+        return Settings.SOCKET_SPLIT.getBool(config) ? 2 * Math.min(perWay, 32) : Math.min(perWay, 64);
     }
 
     List<RdmaDevice> allowedRdma() {

@@ -124,7 +124,7 @@ final class HostChecks extends Checks {
         long need = 64 + (long) world * (spp + 2);
         String have = "max open files: " + limit(l.nofileSoft(), false) + " (hard " + limit(l.nofileHard(), false) + "); a rank of a "
                 + world + "-rank job needs about " + need + " (" + spp + " socket(s) per peer, JCCL_SOCKET_NTHREADS x"
-                + " JCCL_NSOCKS_PERTHREAD, plus doorbells and the JVM's own)";
+                + " JCCL_NSOCKS_PERTHREAD, twice with JCCL_SOCKET_SPLIT=1, plus doorbells and the JVM's own)";
         if (l.nofileSoft() == Limits.UNLIMITED || l.nofileSoft() >= 4 * need) {
             return pass(id, have);
         }

@@ -49,7 +49,7 @@ public final class ResourceLimits {
                 + openFds() + " open): raise it, e.g. `ulimit -n 65536` in the shell that starts the job (up to the hard limit),"
                 + " LimitNOFILE=65536 for a systemd service, `docker run --ulimit nofile=65536:65536`, or nofile in"
                 + " /etc/security/limits.conf; each rank needs about one descriptor per socket to each peer"
-                + " (JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD) plus a few of its own";
+                + " (JCCL_SOCKET_NTHREADS x JCCL_NSOCKS_PERTHREAD, twice with JCCL_SOCKET_SPLIT=1) plus a few of its own";
     }
 
     /**

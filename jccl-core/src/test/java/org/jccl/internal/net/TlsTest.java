@@ -182,6 +182,41 @@ class TlsTest {
         }
     }
 
+    /** TCP's stream threads (JCCL_SOCKET_OFFLOAD) drive TLS sockets too: each socket's records stay on one thread. */
+    @Test
+    void streamThreadsCarryTlsStripes() throws Exception {
+        Log.Options saved = Log.options();
+        Path log = dir.resolve("offload.log");
+        List<Communicator> comms = List.of();
+        try {
+            Log.configure(new Log.Options(Log.Level.INFO, EnumSet.of(Log.Subsys.NET), log.toString(), false));
+            comms = Jccl.initLocal(2, tls("rankA.p12", "trustA.p12").with("JCCL_SOCKET_OFFLOAD", "1").with("JCCL_SOCKET_NTHREADS", "2")
+                    .with("JCCL_NSOCKS_PERTHREAD", "2"));
+            Ranks.run(comms, Duration.ofSeconds(120), c -> {
+                for (int size : new int[] {1, 1000, (1 << 20) + 3}) {
+                    int[] a = new int[size];
+                    for (int i = 0; i < size; i++) {
+                        a[i] = c.rank() * 7 + i;
+                    }
+                    c.allReduce(Buffer.of(a), ReduceOp.SUM);
+                    for (int i = 0; i < size; i++) {
+                        if (a[i] != 7 + 2 * i) {
+                            throw new AssertionError("rank " + c.rank() + " size " + size + " element " + i + " = " + a[i]);
+                        }
+                    }
+                }
+            });
+            List<String> links = Files.readAllLines(log).stream().filter(l -> l.contains(" via TCP ")).toList();
+            assertEquals(2, links.size(), links.toString());
+            for (String l : links) {
+                assertTrue(l.endsWith("(4 + 4 sockets, TLS, 2 stream threads)"), l);
+            }
+        } finally {
+            comms.forEach(Communicator::close);
+            Log.configure(saved);
+        }
+    }
+
     private static boolean heldBack(String stallLine) {
         return stallLine != null && stallLine.startsWith("all_reduce #") && stallLine.contains(" stalled ")
                 && stallLine.contains("ranks 0-2 wait; rank 3 (host ");

@@ -168,13 +168,18 @@ class TopoDoctorTest {
         FixtureTree.write(root.resolve("proc/self/limits"), "Max open files            512                  4096                 files\n"
                 + "Max locked memory         unlimited            unlimited            bytes\n");
         Topology t = new SysfsDiscovery(root, Map.of(), FsStats.fixed(1L << 40, 1L << 40), GpuProbe.absent("-"), "/dev/shm").discover();
-        Map<String, String> env = Map.of("JCCL_SOCKET_NTHREADS", "4", "JCCL_NSOCKS_PERTHREAD", "4");
+        // 4 x 4 sockets shared by both directions (JCCL_SOCKET_SPLIT=0): 16 per peer.
+        Map<String, String> env = Map.of("JCCL_SOCKET_NTHREADS", "4", "JCCL_NSOCKS_PERTHREAD", "4", "JCCL_SOCKET_SPLIT", "0");
         Report r = doctor(t, env, 32);
         assertHas(r.get("listen-backlog"), Status.WARN, "net.core.somaxconn = 128", "up to 496 connections", "Resource temporarily unavailable",
                 "sysctl -w net.core.somaxconn=4096");
         assertHas(r.get("open-files"), Status.FAIL, "max open files: 512 (hard 4096)", "needs about 640", "Too many open files",
                 "ulimit -n 4096");
         assertEquals(Status.PASS, doctor(t, Map.of(), 8).get("listen-backlog").status());
+        // Each direction with sockets of its own (the default) doubles them: 32 per peer.
+        Report split = doctor(t, Map.of("JCCL_SOCKET_NTHREADS", "4", "JCCL_NSOCKS_PERTHREAD", "4"), 32);
+        assertHas(split.get("listen-backlog"), Status.WARN, "up to 992 connections");
+        assertHas(split.get("open-files"), Status.FAIL, "needs about 1152", "32 socket(s) per peer");
     }
 
     // ---- memlock (RDMA registration) on the RoCE node: 64 KiB

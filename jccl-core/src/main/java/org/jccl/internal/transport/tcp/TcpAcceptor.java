@@ -270,6 +270,8 @@ final class TcpAcceptor {
             reason = "it announces socket " + hello.socketIndex() + " of " + hello.nsocks() + " (at most " + TcpWire.MAX_SOCKETS + ")";
         } else if ((hello.flags() & ~TcpWire.KNOWN_FLAGS) != 0) {
             reason = "it announces unknown flags 0x" + Integer.toHexString(hello.flags()) + " (mixed jccl versions?)";
+        } else if ((hello.flags() & TcpWire.FLAG_SPLIT) != 0 && hello.nsocks() % 2 != 0) {
+            reason = "it announces sockets of their own per direction but an odd socket count (" + hello.nsocks() + ")";
         } else {
             try {
                 TcpSockets.configure(ch.socket(), socketBuffer);

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectableChannel;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
 import org.jccl.internal.net.WireChannel;
 import org.jccl.spi.Connection;
@@ -40,6 +41,11 @@ import org.jccl.spi.PeerInfo;
  * <p><b>Threading:</b> {@code send}, {@code recv} and {@code progress} belong to the communicator's
  * operation thread (see {@link Connection}). {@link #close()} may come from any thread; the
  * operation thread then sees an {@code IOException} saying the connection was closed locally.
+ * Offloaded ({@code JCCL_SOCKET_OFFLOAD}), the lanes belong to {@link TcpIoGroup} threads instead,
+ * one per stream group: {@code send}/{@code recv} post to them, {@code progress} only reports
+ * completions and failures, and the operation thread waits through {@code TransportContext.wakeup()}
+ * (no channels to select on). A message split over sockets of several groups completes when its
+ * last stripe does ({@link #stripeDone}).
  */
 final class TcpConnection implements Connection {
 
@@ -69,35 +75,135 @@ final class TcpConnection implements Connection {
     /** Stripes carry a CRC32C trailer (JCCL_CHECKSUM, as the lower rank of the pair announced it). */
     private final boolean checksum;
     private final String description;
+    /** Every socket of the connection; socket k has send lane k and receive lane k. */
     private final WireChannel[] sockets;
+    /** Split ({@link TcpWire#FLAG_SPLIT}): sockets n..2n-1 carry the higher rank's messages of {@link TcpWire#OWN_DIRECTION_BYTES} and more. */
+    private final boolean split;
+    /** This rank is the lower of the pair (its messages all go on sockets 0..n-1). */
+    private final boolean lower;
+    /** Lanes: every socket (2n when split). */
+    private final int lanes;
     private final TcpSendLane[] senders;
     private final TcpRecvLane[] receivers;
     private final TcpErrors errors;
     private final int nsocks;
     private long sendSeq;
     private long recvSeq;
-    /** First failure; once set, every later call reports it. Written only by the operation thread. */
-    private IOException failure;
+    /** First failure; once set, every later call reports it. Written by the operation thread, or by a stream group thread when offloaded. */
+    private volatile IOException failure;
+    /** The stream groups' threads when offloaded, else null (the operation thread drives every lane). */
+    private final TcpIoGroup[] groups;
+    /** Wakes the operation thread when a request completes (offloaded only). */
+    private final Runnable waker;
+    /** Requests completed by the stream groups; {@link #progress()} reports the difference since its last call. */
+    private final AtomicInteger events = new AtomicInteger();
+    /** Offloaded: progress() has thrown the failure to the operation thread (operation thread only). */
+    private boolean failureReported;
+    /** Per stream group: its pending requests were failed after the connection failed (operation thread only). */
+    private final boolean[] groupsFailed;
+    private int seenEvents;
     private volatile boolean closed;
     /** Largest view of a caller's segment; {@link #MAX_VIEW} except in tests that exercise the windowing with small messages. */
     int maxView = MAX_VIEW;
 
     TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum) {
+        this(selfRank, peer, remoteAddress, sockets, checksum, 0, null, false);
+    }
+
+    /**
+     * @param ioThreads stream group threads (0: the operation thread drives every socket)
+     * @param waker wakes the operation thread (offloaded only)
+     * @param split each direction has half of {@code sockets} ({@link TcpWire#FLAG_SPLIT}): the first half carries
+     *        the lower rank's messages
+     */
+    TcpConnection(int selfRank, PeerInfo peer, String remoteAddress, WireChannel[] sockets, boolean checksum, int ioThreads,
+            Runnable waker, boolean split) {
         this.peer = peer;
         this.selfRank = selfRank;
         this.checksum = checksum;
-        this.nsocks = sockets.length;
+        this.split = split;
+        this.nsocks = split ? sockets.length / 2 : sockets.length;
+        this.lanes = sockets.length;
+        this.lower = selfRank < peer.rank();
         this.sockets = sockets.clone();
         this.errors = new TcpErrors(peer, selfRank, nsocks, checksum);
         ReceiveTap tap = receiveTap;
-        this.senders = new TcpSendLane[nsocks];
-        this.receivers = new TcpRecvLane[nsocks];
-        for (int i = 0; i < nsocks; i++) {
-            senders[i] = new TcpSendLane(this, i, sockets[i], nsocks, checksum);
-            receivers[i] = new TcpRecvLane(this, errors, i, sockets[i], nsocks, peer.rank(), checksum, tap);
+        this.senders = new TcpSendLane[lanes];
+        this.receivers = new TcpRecvLane[lanes];
+        for (int k = 0; k < lanes; k++) {
+            // The lane's index within its set of n sockets is its stripe number.
+            senders[k] = new TcpSendLane(this, k % nsocks, sockets[k], nsocks, checksum);
+            receivers[k] = new TcpRecvLane(this, errors, k % nsocks, sockets[k], nsocks, peer.rank(), checksum, tap);
         }
-        this.description = "TCP " + remoteAddress + " (" + nsocks + (nsocks == 1 ? " socket" : " sockets") + (checksum ? ", CRC32C" : "")
-                + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "") + ")";
+        int threads = Math.min(ioThreads, nsocks);
+        this.waker = waker == null ? () -> { } : waker;
+        this.groups = threads > 0 ? new TcpIoGroup[threads] : null;
+        this.groupsFailed = new boolean[Math.max(0, threads)];
+        this.description = "TCP " + remoteAddress + " (" + (split ? nsocks + " + " + nsocks + " sockets" : nsocks + (nsocks == 1 ? " socket" : " sockets"))
+                + (checksum ? ", CRC32C" : "")
+                + (nsocks > 0 && sockets[0].secure() ? ", TLS" : "")
+                + (threads > 0 ? ", " + threads + (threads == 1 ? " stream thread" : " stream threads") : "") + ")";
+        if (groups != null) {
+            startGroups(threads);
+        }
+    }
+
+    /** Starts one {@link TcpIoGroup} per thread; socket i goes to group i mod threads. */
+    private void startGroups(int threads) {
+        try {
+            for (int g = 0; g < threads; g++) {
+                // Socket k (of either set) belongs to group (k mod n) mod threads.
+                int count = 0;
+                for (int k = 0; k < lanes; k++) {
+                    count += (k % nsocks) % threads == g ? 1 : 0;
+                }
+                int[] mine = new int[count];
+                for (int k = 0, j = 0; k < lanes; k++) {
+                    if ((k % nsocks) % threads == g) {
+                        mine[j++] = k;
+                    }
+                }
+                groups[g] = new TcpIoGroup(this, g, mine, senders, receivers, sockets, sockets);
+            }
+        } catch (IOException e) {
+            for (TcpIoGroup group : groups) {
+                if (group != null) {
+                    group.wake();
+                }
+            }
+            failure = new IOException("rank " + selfRank + " cannot start the TCP stream threads for " + peer.describe() + ": " + e, e);
+            failureReported = true; // no group runs: requests fail at once
+            closeSockets();
+            return;
+        }
+        for (int g = 0; g < threads; g++) {
+            groups[g].start("jccl-tcp-io-r" + selfRank + "-p" + peer.rank() + "-" + g);
+        }
+    }
+
+    /** Whether each direction has sockets of its own ({@link TcpWire#FLAG_SPLIT}). */
+    boolean split() {
+        return split;
+    }
+
+    /** Socket {@code k} of the connection (tests). */
+    WireChannel socket(int k) {
+        return sockets[k];
+    }
+
+    /** First socket of the set that carries this rank's messages of {@code size} bytes. */
+    private int sendBase(long size) {
+        return split && !lower && size >= TcpWire.OWN_DIRECTION_BYTES ? nsocks : 0;
+    }
+
+    /** First socket of the set that carries the peer's messages of {@code size} bytes. */
+    private int recvBase(long size) {
+        return split && lower && size >= TcpWire.OWN_DIRECTION_BYTES ? nsocks : 0;
+    }
+
+    /** Whether stream group threads drive the sockets. */
+    boolean offloaded() {
+        return groups != null;
     }
 
     @Override
@@ -110,12 +216,21 @@ final class TcpConnection implements Connection {
         return description;
     }
 
-    /** The sockets: the runtime blocks in a selector over them while it has nothing to do. */
+    /**
+     * The sockets: the runtime blocks in a selector over them while it has nothing to do. None when
+     * offloaded: the stream threads select on them and wake the runtime as requests complete.
+     */
     @Override
     public SelectableChannel[] channels() {
-        SelectableChannel[] chans = new SelectableChannel[nsocks];
-        for (int i = 0; i < nsocks; i++) {
-            chans[i] = sockets[i].socket();
+        if (groups != null) {
+            return new SelectableChannel[0];
+        }
+        // The receiving sockets: what wakes a waiting rank is its peer's bytes.
+        // The sockets the peer's messages arrive on: all of them, except the higher rank's own large-message set.
+        int n = split && !lower ? nsocks : lanes;
+        SelectableChannel[] chans = new SelectableChannel[n];
+        for (int k = 0; k < n; k++) {
+            chans[k] = sockets[k].socket();
         }
         return chans;
     }
@@ -142,12 +257,14 @@ final class TcpConnection implements Connection {
             return r;
         }
         long seq = sendSeq++;
+        int base = sendBase(src.byteSize());
         if (TcpWire.isSplit(src.byteSize(), nsocks)) {
-            for (TcpSendLane lane : senders) {
-                lane.sendQ.addLast(r);
+            r.transportState = new AtomicInteger(nsocks);
+            for (int i = 0; i < nsocks; i++) {
+                queue(base + i, r, true);
             }
         } else {
-            senders[TcpWire.socketOf(seq, nsocks)].sendQ.addLast(r);
+            queue(base + TcpWire.socketOf(seq, nsocks), r, true);
         }
         return r;
     }
@@ -164,24 +281,73 @@ final class TcpConnection implements Connection {
             return r;
         }
         long seq = recvSeq++;
+        int base = recvBase(dst.byteSize());
         if (TcpWire.isSplit(dst.byteSize(), nsocks)) {
-            for (TcpRecvLane lane : receivers) {
-                lane.recvQ.addLast(r);
+            r.transportState = new AtomicInteger(nsocks);
+            for (int i = 0; i < nsocks; i++) {
+                queue(base + i, r, false);
             }
         } else {
-            receivers[TcpWire.socketOf(seq, nsocks)].recvQ.addLast(r);
+            queue(base + TcpWire.socketOf(seq, nsocks), r, false);
         }
         return r;
     }
 
+    /** Puts a request on lane {@code i}: directly, or through the lane's stream group when offloaded. */
+    private void queue(int i, P2pRequest r, boolean send) {
+        if (groups != null) {
+            groups[i % groups.length].post(i, r, send);
+        } else if (send) {
+            senders[i].sendQ.addLast(r);
+        } else {
+            receivers[i].recvQ.addLast(r);
+        }
+    }
+
+    /**
+     * A lane finished its stripe of {@code r}: completes it when that was the last one (a split
+     * message counts its stripes down; a whole one has only this one).
+     */
+    void stripeDone(P2pRequest r) {
+        if (r.transportState instanceof AtomicInteger left) {
+            if (left.decrementAndGet() > 0) {
+                return;
+            }
+            // Lanes on several threads added their stripes to position without synchronisation: set the total.
+            r.position = r.size();
+        }
+        if (!r.isDone()) {
+            completed(r);
+        }
+    }
+
+    /** Completes {@code r}; offloaded, counts it and wakes the operation thread. */
+    void completed(P2pRequest r) {
+        r.complete();
+        if (groups != null) {
+            events.incrementAndGet();
+            waker.run();
+        }
+    }
+
     /** Fails a request posted on a broken or closed connection at once; true when it may proceed. */
     private boolean admit(P2pRequest r) {
-        if (failure != null) {
-            r.fail(failure);
+        IOException f = failure;
+        if (f != null && (groups == null || failureReported)) {
+            // Offloaded, a failure the operation thread has not yet seen thrown by progress() must reach it that
+            // way first (the runtime names the peer or the mismatch from it): the request is queued and failed then.
+            r.fail(f);
             return false;
         }
         if (closed) {
             r.fail(errors.closedLocally(null));
+            return false;
+        }
+        if (groups != null && !r.segment().isAccessibleBy(groups[0].thread())) {
+            // The runtime never passes such memory (Staging refuses it); a direct SPI caller might.
+            r.fail(new IllegalArgumentException("rank " + selfRank + ": a " + r.size() + "-byte " + (r.isSend() ? "send" : "receive")
+                    + " to " + peer.describe() + " is memory of a confined arena, but TCP stream threads (JCCL_SOCKET_OFFLOAD)"
+                    + " move the bytes: allocate it with Arena.ofShared(), Arena.ofAuto() or Arena.global()"));
             return false;
         }
         return true;
@@ -189,17 +355,32 @@ final class TcpConnection implements Connection {
 
     @Override
     public int progress() throws IOException {
-        if (failure != null) {
-            throw failure;
+        IOException f = failure;
+        if (groups != null) {
+            if (f == null && closed) {
+                f = errors.closedLocally(null);
+            }
+            if (f != null) {
+                failureReported = true;
+                failGroupsPending(f);
+                throw f;
+            }
+            int e = events.get();
+            int d = e - seenEvents;
+            seenEvents = e;
+            return d;
+        }
+        if (f != null) {
+            throw f;
         }
         long moved = 0;
         int current = -1;
         try {
-            for (int i = 0; i < nsocks; i++) {
-                current = i;
-                sockets[i].flush(); // TLS records a previous write could not hand to the socket
-                moved += senders[i].progress();
-                moved += receivers[i].progress();
+            for (int k = 0; k < lanes; k++) {
+                current = k;
+                sockets[k].flush(); // TLS records a previous write could not hand to the socket
+                moved += senders[k].progress();
+                moved += receivers[k].progress();
             }
         } catch (IOException e) {
             throw fail(errors.explain(e, current, closed));
@@ -211,13 +392,48 @@ final class TcpConnection implements Connection {
     private IOException fail(IOException e) {
         if (failure == null) {
             failure = e;
-            for (int i = 0; i < nsocks; i++) {
-                senders[i].failPending(e);
-                receivers[i].failPending(e);
+            for (int k = 0; k < lanes; k++) {
+                senders[k].failPending(e);
+                receivers[k].failPending(e);
             }
             closeSockets();
         }
         return failure;
+    }
+
+    /**
+     * A stream group's first failure fails the connection (once): the sockets close so that the
+     * peer and the other groups learn at once, and the operation thread is woken to see it.
+     * Returns the failure every group fails its requests with.
+     */
+    synchronized IOException failFromGroup(IOException e, int socket) {
+        if (failure == null) {
+            failure = errors.explain(e, socket, closed);
+            closeSockets();
+            for (TcpIoGroup g : groups) {
+                g.wake();
+            }
+        }
+        waker.run();
+        return failure;
+    }
+
+    /**
+     * Offloaded, on the operation thread once the connection failed or closed and {@code f} is about to be
+     * thrown: fails what the stream groups held, each once its thread has ended (a thread that does not
+     * end within a second keeps its requests; its sockets are closed, so nothing more arrives there).
+     */
+    private void failGroupsPending(IOException f) {
+        for (int g = 0; g < groups.length; g++) {
+            if (groups[g] != null && !groupsFailed[g]) {
+                groupsFailed[g] = groups[g].failPendingAfterEnd(f, 1000);
+            }
+        }
+    }
+
+    /** Whether the stream groups should stop: the connection failed or was closed. */
+    boolean stopping() {
+        return closed || failure != null;
     }
 
     @Override
@@ -227,6 +443,18 @@ final class TcpConnection implements Connection {
         }
         closed = true;
         closeSockets();
+        if (groups != null) {
+            for (TcpIoGroup g : groups) {
+                if (g != null) {
+                    g.wake();
+                }
+            }
+            for (TcpIoGroup g : groups) {
+                if (g != null) {
+                    g.join(1000);
+                }
+            }
+        }
     }
 
     private void closeSockets() {

@@ -40,7 +40,10 @@ final class TcpDialer {
     private final TcpEndpoint endpoint;
     private final TransportContext ctx;
     private final int rank;
+    /** Sockets this rank opens to a higher rank: per direction x 2 when split. */
     private final int nsocks;
+    /** This rank's JCCL_SOCKET_SPLIT, announced in the hello (the lower rank of a pair decides). */
+    private final boolean split;
     /** This rank's JCCL_CHECKSUM: what it announces in the hello (the lower rank of a pair decides). */
     private final boolean checksum;
     /** TLS on every data socket (JCCL_TLS), or null. */
@@ -52,7 +55,8 @@ final class TcpDialer {
         this.endpoint = endpoint;
         this.ctx = ctx;
         this.rank = ctx.rank();
-        this.nsocks = settings.sockets();
+        this.split = settings.split();
+        this.nsocks = settings.split() ? 2 * settings.sockets() : settings.sockets();
         this.checksum = settings.checksum();
         this.tls = settings.tls();
         this.socketBuffer = settings.socketBuffer();
@@ -117,7 +121,7 @@ final class TcpDialer {
             long left = Math.max(1000, remainingMillis(deadline));
             WireChannel w = Tls.wrap(tls, ch, true, target);
             Handshake.connect(w, ctx.secret(), Handshake.Kind.DATA,
-                    TcpWire.hello(ctx.commId(), rank, index, nsocks, checksum ? TcpWire.FLAG_CHECKSUM : 0),
+                    TcpWire.hello(ctx.commId(), rank, index, nsocks, (checksum ? TcpWire.FLAG_CHECKSUM : 0) | (split ? TcpWire.FLAG_SPLIT : 0)),
                     Duration.ofMillis(left));
             ch.configureBlocking(false);
             return w;

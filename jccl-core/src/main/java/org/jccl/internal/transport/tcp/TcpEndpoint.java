@@ -43,6 +43,7 @@ final class TcpEndpoint implements Endpoint {
     private static final long STOP_POLL_MS = 50;
 
     private final TransportContext ctx;
+    private final TcpSettings settings;
     private final int rank;
     /** This rank's JCCL_CHECKSUM: what it announces when it connects (the lower rank of a pair decides). */
     private final boolean checksum;
@@ -61,6 +62,7 @@ final class TcpEndpoint implements Endpoint {
         this.rank = ctx.rank();
         this.checksum = settings.checksum();
         this.connectTimeout = settings.connectTimeout();
+        this.settings = settings;
         this.local = (InetSocketAddress) server.getLocalAddress();
         this.address = TcpWire.encodeAddress(local);
         this.dialer = new TcpDialer(this, ctx, settings);
@@ -152,21 +154,26 @@ final class TcpEndpoint implements Endpoint {
         PeerInfo peer = ctx.peer(peerRank);
         InetSocketAddress remote = peerAddress(peer);
         boolean crc;
+        boolean split;
         WireChannel[] sockets;
         if (rank < peerRank) {
             sockets = dialer.initiate(peer, remote);
             crc = checksum;
+            split = settings.split();
         } else {
             TcpPeerSlot slot = await(peer, remote);
             sockets = slot.taken;
             crc = (slot.flags & TcpWire.FLAG_CHECKSUM) != 0;
+            split = (slot.flags & TcpWire.FLAG_SPLIT) != 0;
             if (crc != checksum) {
                 Log.warn(Log.Subsys.NET, rank, "rank " + rank + " has " + Settings.CHECKSUM.name() + "=" + (checksum ? 1 : 0) + " but "
                         + peer.describe() + ", the lower rank of the pair, connected with " + (crc ? 1 : 0) + ": the pair runs "
                         + (crc ? "with" : "without") + " CRC32C checks. Set " + Settings.CHECKSUM.name() + " alike on every rank");
             }
         }
-        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc);
+        // Decided per connection: the number of ranks on this host is known by now (JCCL_SOCKET_OFFLOAD).
+        int streamThreads = settings.streamThreads(ctx.localSize(), Runtime.getRuntime().availableProcessors());
+        TcpConnection c = new TcpConnection(rank, peer, TcpWire.format(remote), sockets, crc, streamThreads, ctx::wakeup, split);
         connections.put(peerRank, c);
         if (closed) {
             // close() ran while we connected and may have missed this connection.

@@ -137,7 +137,7 @@ final class TcpRecvLane {
                         break; // the head: completed below
                     }
                     recvQ.pollFirst();
-                    q.complete();
+                    connection.completed(q);
                 }
                 if (recvBatchDone < recvBatch) {
                     break;
@@ -152,9 +152,7 @@ final class TcpRecvLane {
             }
             recvActive = false;
             recvQ.pollFirst();
-            if (r.position == r.size() && !r.isDone()) {
-                r.complete();
-            }
+            connection.stripeDone(r);
         }
         return moved;
     }

@@ -89,15 +89,13 @@ final class TcpSendLane {
             }
             sendActive = false;
             sendQ.pollFirst();
-            if (r.position == r.size() && !r.isDone()) {
-                r.complete();
-            }
+            connection.stripeDone(r);
             if (sendInline) {
                 // The small messages that shared the head's write (startSend) left with it.
                 for (int b = 1; b < sendBatch; b++) {
                     P2pRequest q = sendQ.pollFirst();
                     q.position = q.size();
-                    q.complete();
+                    connection.completed(q);
                 }
             }
         }

@@ -25,7 +25,8 @@ import java.nio.ByteBuffer;
  *  +---------------+----------+-----------------+-----------+-----------+
  *  | commId[16]    | i32 rank | i32 socketIndex | i32 nsocks| i32 flags |
  *  +---------------+----------+-----------------+-----------+-----------+
- *  flags: bit 0 = {@link #FLAG_CHECKSUM} (stripes carry a CRC32C trailer); other bits must be 0
+ *  flags: bit 0 = {@link #FLAG_CHECKSUM} (stripes carry a CRC32C trailer); bit 1 = {@link #FLAG_SPLIT}
+ *  (sockets 0..nsocks/2-1 carry the lower rank's messages, the others the higher rank's); other bits must be 0
  * </pre>
  * The lower rank of a pair opens {@code nsocks} sockets and numbers them {@code 0..nsocks-1};
  * the higher rank takes {@code nsocks} and the flags from the hellos, so both sides stripe (and
@@ -66,7 +67,10 @@ import java.nio.ByteBuffer;
  * {@code n} sockets: when {@link #isSplit}{@code (size, n)} is false it goes whole, as stripe 0,
  * on socket {@code k mod n}; otherwise it is cut into {@code n} contiguous stripes of nearly equal
  * length, stripe {@code i} on socket {@code i}. Per socket, stripes go in message order, so a
- * receiver only needs its own posted receives to know what comes next on every socket.
+ * receiver only needs its own posted receives to know what comes next on every socket. With
+ * {@link #FLAG_SPLIT} the rule runs over the {@code n = nsocks/2} sockets of the message's set: sockets
+ * {@code n..2n-1} for the higher rank's messages of {@link #OWN_DIRECTION_BYTES} and more, {@code 0..n-1}
+ * for every other message (both sides know sender and size, so both pick the same set).
  */
 final class TcpWire {
 
@@ -87,8 +91,22 @@ final class TcpWire {
     static final int HELLO_BYTES = 32;
     /** Hello flag: the connection's stripes carry a CRC32C trailer. */
     static final int FLAG_CHECKSUM = 1;
+    /**
+     * Hello flag: large messages have sockets of their own per direction ({@code JCCL_SOCKET_SPLIT}): of
+     * the hello's {@code nsocks} (even), sockets {@code 0..nsocks/2-1} carry the lower rank's messages and
+     * the higher rank's below {@link #OWN_DIRECTION_BYTES}, the others the higher rank's from that size
+     * on; striping runs over the {@code nsocks/2} sockets of the message's set.
+     */
+    static final int FLAG_SPLIT = 2;
+    /**
+     * With {@link #FLAG_SPLIT}: the higher rank's messages of this size and more go on sockets
+     * {@code nsocks/2..nsocks-1}; its smaller ones, and all of the lower rank's, on {@code 0..nsocks/2-1}.
+     * Small messages so share sockets both ways, where each side's data carries the acknowledgement of
+     * the other's (8 B all-reduce 5.1-6.2 us instead of 6.9-7.2 with every size split by direction).
+     */
+    static final long OWN_DIRECTION_BYTES = 64 * 1024;
     /** Every flag this version knows; a hello with another bit set is refused. */
-    static final int KNOWN_FLAGS = FLAG_CHECKSUM;
+    static final int KNOWN_FLAGS = FLAG_CHECKSUM | FLAG_SPLIT;
     /** Most sockets per peer connection (NCCL's limit too). */
     static final int MAX_SOCKETS = 64;
     /**

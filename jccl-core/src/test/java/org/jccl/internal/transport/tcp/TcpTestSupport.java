@@ -45,12 +45,18 @@ final class TcpTestSupport {
         final byte[] secret = random16();
 
         Cluster(int n, Config config) throws IOException {
+            this(java.util.Collections.nCopies(n, config).toArray(Config[]::new));
+        }
+
+        /** One rank per configuration. */
+        Cluster(Config... configs) throws IOException {
+            int n = configs.length;
             ctx = new TestTransportContext[n];
             ep = new Endpoint[n];
             TcpTransport t = new TcpTransport();
             try {
                 for (int r = 0; r < n; r++) {
-                    ctx[r] = new TestTransportContext(commId, r, n, secret, config);
+                    ctx[r] = new TestTransportContext(commId, r, n, secret, configs[r]);
                     ep[r] = t.open(ctx[r]);
                 }
             } catch (IOException | RuntimeException e) {

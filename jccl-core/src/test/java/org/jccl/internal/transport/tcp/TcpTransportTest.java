@@ -143,7 +143,7 @@ class TcpTransportTest {
     @Test
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
     void socketCountIsCappedAt64() throws Exception {
-        Config cfg = loopback().with("JCCL_SOCKET_NTHREADS", "16").with("JCCL_NSOCKS_PERTHREAD", "16");
+        Config cfg = loopback().with("JCCL_SOCKET_NTHREADS", "16").with("JCCL_NSOCKS_PERTHREAD", "16").with("JCCL_SOCKET_SPLIT", "0");
         try (Cluster c = new Cluster(2, cfg)) {
             runRanks(2, 25_000, rank -> {
                 Connection conn = c.ep[rank].connect(1 - rank);
@@ -167,6 +167,75 @@ class TcpTransportTest {
                     }
                 }
             });
+        }
+    }
+
+    @ParameterizedTest(name = "nsocks={0}")
+    @ValueSource(ints = {1, 3, 40})
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void eachDirectionHasSocketsOfItsOwnByDefault(int nsocks) throws Exception {
+        int perWay = Math.min(nsocks, 32); // 64 sockets in all at most
+        Config cfg = (nsocks <= 16 ? withSockets(nsocks) : withSockets(nsocks / 4).with("JCCL_SOCKET_NTHREADS", "4"))
+                .with("JCCL_SOCKET_OFFLOAD", "0");
+        try (Cluster c = new Cluster(2, cfg)) {
+            TcpConnection[] conns = new TcpConnection[2];
+            runRanks(2, 25_000, rank -> {
+                TcpConnection conn = (TcpConnection) c.ep[rank].connect(1 - rank);
+                conns[rank] = conn;
+                assertTrue(conn.split());
+                assertEquals(perWay, conn.sockets());
+                // The lower rank receives on both sets (the higher rank's small and large messages), the higher on the first.
+                assertEquals(rank == 0 ? 2 * perWay : perWay, conn.channels().length);
+                assertTrue(conn.describe().endsWith("(" + perWay + " + " + perWay + " sockets)"), conn.describe());
+                // Sizes on both sides of the 64 KiB rule, split over the sockets and whole, small ones batched.
+                exchangeOn(conn, rank, (4 << 20) + 1, 70_000, 65_535, 65_536, 5, 0, 300_000);
+            });
+            for (int k = 0; k < 2 * perWay; k++) {
+                assertEquals(local(conns[0].socket(k)), remote(conns[1].socket(k)), "socket " + k);
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "lower rank split={0}")
+    @ValueSource(strings = {"0", "1"})
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void theLowerRankDecidesWhetherDirectionsShareSockets(String lowerSplit) throws Exception {
+        String higher = "1".equals(lowerSplit) ? "0" : "1";
+        try (Cluster c = new Cluster(withSockets(2).with("JCCL_SOCKET_SPLIT", lowerSplit), withSockets(2).with("JCCL_SOCKET_SPLIT", higher))) {
+            runRanks(2, 25_000, rank -> {
+                TcpConnection conn = (TcpConnection) c.ep[rank].connect(1 - rank);
+                assertEquals("1".equals(lowerSplit), conn.split(), "rank " + rank);
+                assertEquals(2, conn.sockets());
+                exchangeOn(conn, rank, 1 << 20, 10, 0);
+            });
+        }
+    }
+
+    private static String local(org.jccl.internal.net.WireChannel ch) throws IOException {
+        return String.valueOf(ch.socket().getLocalAddress());
+    }
+
+    private static String remote(org.jccl.internal.net.WireChannel ch) throws IOException {
+        return String.valueOf(ch.socket().getRemoteAddress());
+    }
+
+    /** Both ranks send and receive messages of the given sizes at once and check them. */
+    private static void exchangeOn(Connection conn, int rank, long... sizes) throws Exception {
+        try (Arena arena = Arena.ofConfined()) {
+            List<P2pRequest> reqs = new ArrayList<>();
+            List<MemorySegment> in = new ArrayList<>();
+            for (long size : sizes) {
+                MemorySegment src = arena.allocate(size);
+                fill(src, size * 3 + rank);
+                MemorySegment dst = arena.allocate(size);
+                in.add(dst);
+                reqs.add(conn.recv(dst));
+                reqs.add(conn.send(src));
+            }
+            drive(20_000, conn, reqs.toArray(P2pRequest[]::new));
+            for (MemorySegment dst : in) {
+                assertEquals(-1, check(dst, dst.byteSize() * 3 + 1 - rank), dst.byteSize() + " bytes");
+            }
         }
     }
 
@@ -238,7 +307,7 @@ class TcpTransportTest {
             runRanks(2, 25_000, rank -> {
                 TcpConnection conn = (TcpConnection) c.ep[rank].connect(1 - rank);
                 assertTrue(conn.checksummed(), conn.describe());
-                assertTrue(conn.describe().endsWith("(3 sockets, CRC32C)"), conn.describe());
+                assertTrue(conn.describe().endsWith("(3 + 3 sockets, CRC32C)"), conn.describe());
                 conn.maxView = 4000;
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment buf = arena.allocate((1 << 20) + 3);
