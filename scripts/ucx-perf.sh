@@ -28,10 +28,13 @@ port=$((20000 + RANDOM % 20000))
 
 perftest() { # TLS TEST SIZE ITERS WARMUP -> the "Final:" line
     local tls=$1 test=$2 size=$3 n=$4 w=$5
-    UCX_TLS=$tls "$perftest_bin" -p "$port" -e >/dev/null 2>&1 &
+    # -e (PEER error mode): UCX 1.13 offers posix/sysv to such endpoints only with MM_ERROR_HANDLING=y, which jccl's
+    # transport sets too (docs/UCX.md); without it perftest over posix,cma,self fails with "Destination is unreachable"
+    local mm=(env UCX_TLS="$tls" UCX_MM_ERROR_HANDLING=y)
+    "${mm[@]}" "$perftest_bin" -p "$port" -e >/dev/null 2>&1 &
     local server=$!
     sleep 1
-    UCX_TLS=$tls timeout 300 "$perftest_bin" 127.0.0.1 -p "$port" -e -t "$test" -s "$size" -n "$n" -w "$w" 2>/dev/null | grep '^Final:' || echo "Final: failed"
+    "${mm[@]}" timeout 300 "$perftest_bin" 127.0.0.1 -p "$port" -e -t "$test" -s "$size" -n "$n" -w "$w" 2>/dev/null | grep '^Final:' || echo "Final: failed"
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
     port=$((port + 1))
