@@ -14,7 +14,7 @@
 #   8 B and tag_bw (MB/s) at 64 KiB, 1 MiB and 16 MiB, server and client on 127.0.0.1;
 # - jccl perf sendrecv -np 2 with JCCL_NET=UCX JCCL_HOSTID=a,b (the two ranks are "different hosts", so the pair
 #   goes over UCX) and JCCL_UCX_TLS=<tls>: nccl-tests' sendrecv (each rank sends to one peer and receives from it at
-#   once), time per operation; its algbw is bytes / time. Note the shapes differ: perftest's tag_bw streams one
+#   once), median time per operation (perftest tag_lat reports p50); its algbw is bytes / time per direction. Note the shapes differ: perftest's tag_bw streams one
 #   direction with many messages in flight, jccl's sendrecv moves one message each way per operation.
 # - all_reduce -np 2, JCCL_HOSTID=a,b, over UCX (tcp) and over jccl's TCP (JCCL_NET=Socket), --timing median.
 set -euo pipefail
@@ -48,7 +48,7 @@ for tls in "${tls_list[@]}"; do
     echo "tag_bw 1 MiB:     $(perftest "$tls" tag_bw 1048576 200 20)"
     echo "tag_bw 16 MiB:    $(perftest "$tls" tag_bw 16777216 30 3)"
     echo "## jccl perf sendrecv over UCX ($tls), JCCL_HOSTID=a,b"
-    JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" perf sendrecv -np 2 -b 8 -e 16M -f 8 -n 200 -w 50 --jit-warmup 2000 \
+    JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" perf sendrecv -np 2 -b 8 -e 16M -f 8 -n 200 -w 50 --jit-warmup 2000 --timing median \
         | grep -E '^ +[0-9]|^#  *size'
 done
 echo "## all_reduce -np 2 between host identities a,b: UCX (tcp), then jccl's TCP"
