@@ -108,6 +108,8 @@ final class UcxConnection implements Connection {
     static final long TAG_SPLIT = 2;
     /** Bytes of a split receive's head buffer: the guard word and room for the largest inline message (or a 16-byte head). */
     private static final long HEAD_BYTES = 8 + SPLIT_AT;
+    /** Where drained bodies land (nothing: the receives are empty and truncate). */
+    private final long drainByte;
     /** Free head buffers of split receives. */
     private final java.util.ArrayDeque<MemorySegment> heads = new java.util.ArrayDeque<>();
 
@@ -164,6 +166,7 @@ final class UcxConnection implements Connection {
         MemorySegment r = w.arena.allocate(Layouts.STRUCT_BYTES, 8);
         r.set(JAVA_INT, Layouts.REQ_OP_ATTR_MASK, Layouts.UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
         recvParams = r.address();
+        drainByte = w.arena.allocate(8, 8).address();
         testInfoSeg = w.arena.allocate(Layouts.RECV_INFO_SIZE, 8);
         testInfo = testInfoSeg.address();
         flushParams = w.arena.allocate(Layouts.STRUCT_BYTES, 8).address();
@@ -377,17 +380,26 @@ final class UcxConnection implements Connection {
                 return true;
             }
             if (guardMismatch(r, p)) {
+                if (theySplit) {
+                    drainBody(p.headTag);
+                }
                 return true;
             }
             if (theySplit) { // the peer's 16-byte head: its size word landed at the start of dst
                 long theirs = r.segment().byteSize() >= 8 ? r.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0) : -1;
                 protocolError(r, p.what + " got a message of " + theirs + " B: the ranks' calls differ in size");
+                drainBody(p.headTag);
             } else if (p.headLength != size + 8) {
                 protocolError(r, p.what + " got a message of " + (p.headLength - 8) + " B: the ranks' calls differ in size");
             } else {
                 r.complete();
             }
             return true;
+        }
+        if (theySplit && !p.bodyDone) {
+            // the peer sent a body, which this receive matches (cut short if larger): decide only once UCX is done
+            // writing dst, so that no byte lands in memory freed after a failed call
+            return false;
         }
         if (guardMismatch(r, p)) {
             cancelBody(p);
@@ -396,11 +408,8 @@ final class UcxConnection implements Connection {
         long theirs = theySplit ? p.head.get(JAVA_LONG, 8) : p.headLength - 8;
         if (theirs != size) {
             protocolError(r, p.what + " got a message of " + theirs + " B: the ranks' calls differ in size");
-            cancelBody(p);
+            cancelBody(p); // only an inline message's receive is still posted here: unmatched, nothing writes into it
             return true;
-        }
-        if (!p.bodyDone) {
-            return false;
         }
         if (p.bodyStatus != Status.OK) {
             fail(r, p.what, p.bodyStatus);
@@ -410,6 +419,14 @@ final class UcxConnection implements Connection {
             r.complete();
         }
         return true;
+    }
+
+    /** An empty receive for a body that no receive of this rank will take (its call differed): truncated, so the peer's send completes. */
+    private void drainBody(long headTag) {
+        long q = ucp.tagRecv(w.worker, drainByte, 0, headTag & ~TAG_SPLIT | TAG_BODY, -1L, recvParams);
+        if (Status.isRequest(q)) {
+            orphans.add(q);
+        }
     }
 
     /** Cancels a split receive's body if still pending; UCX lets go of it later (orphans). */
@@ -632,6 +649,9 @@ final class UcxConnection implements Connection {
                     }
                 }
             }
+        }
+        for (long o : orphans) {
+            ucp.cancel(w.worker, o); // a body receive kept for a peer's body that did not come
         }
         long deadline = System.nanoTime() + 1_000_000_000L;
         while ((!pending.isEmpty() || !orphans.isEmpty()) && System.nanoTime() < deadline) {
