@@ -14,7 +14,7 @@
 #   8 B and tag_bw (MB/s) at 64 KiB, 1 MiB and 16 MiB, server and client on 127.0.0.1;
 # - jccl perf sendrecv -np 2 with JCCL_NET=UCX JCCL_HOSTID=a,b (the two ranks are "different hosts", so the pair
 #   goes over UCX) and JCCL_UCX_TLS=<tls>: nccl-tests' sendrecv (each rank sends to one peer and receives from it at
-#   once), time per operation; its algbw is bytes / time. Note the shapes differ: perftest's tag_bw streams one
+#   once), median time per operation (perftest tag_lat reports p50); its algbw is bytes / time per direction. Note the shapes differ: perftest's tag_bw streams one
 #   direction with many messages in flight, jccl's sendrecv moves one message each way per operation.
 # - all_reduce -np 2, JCCL_HOSTID=a,b, over UCX (tcp) and over jccl's TCP (JCCL_NET=Socket), --timing median.
 set -euo pipefail
@@ -28,10 +28,13 @@ port=$((20000 + RANDOM % 20000))
 
 perftest() { # TLS TEST SIZE ITERS WARMUP -> the "Final:" line
     local tls=$1 test=$2 size=$3 n=$4 w=$5
-    UCX_TLS=$tls "$perftest_bin" -p "$port" -e >/dev/null 2>&1 &
+    # -e (PEER error mode): UCX 1.13 offers posix/sysv to such endpoints only with MM_ERROR_HANDLING=y, which jccl's
+    # transport sets too (docs/UCX.md); without it perftest over posix,cma,self fails with "Destination is unreachable"
+    local mm=(env UCX_TLS="$tls" UCX_MM_ERROR_HANDLING=y)
+    "${mm[@]}" "$perftest_bin" -p "$port" -e >/dev/null 2>&1 &
     local server=$!
     sleep 1
-    UCX_TLS=$tls timeout 300 "$perftest_bin" 127.0.0.1 -p "$port" -e -t "$test" -s "$size" -n "$n" -w "$w" 2>/dev/null | grep '^Final:' || echo "Final: failed"
+    "${mm[@]}" timeout 300 "$perftest_bin" 127.0.0.1 -p "$port" -e -t "$test" -s "$size" -n "$n" -w "$w" 2>/dev/null | grep '^Final:' || echo "Final: failed"
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
     port=$((port + 1))
@@ -45,7 +48,7 @@ for tls in "${tls_list[@]}"; do
     echo "tag_bw 1 MiB:     $(perftest "$tls" tag_bw 1048576 200 20)"
     echo "tag_bw 16 MiB:    $(perftest "$tls" tag_bw 16777216 30 3)"
     echo "## jccl perf sendrecv over UCX ($tls), JCCL_HOSTID=a,b"
-    JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" perf sendrecv -np 2 -b 8 -e 16M -f 8 -n 200 -w 50 --jit-warmup 2000 \
+    JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" perf sendrecv -np 2 -b 8 -e 16M -f 8 -n 200 -w 50 --jit-warmup 2000 --timing median \
         | grep -E '^ +[0-9]|^#  *size'
 done
 echo "## all_reduce -np 2 between host identities a,b: UCX (tcp), then jccl's TCP"

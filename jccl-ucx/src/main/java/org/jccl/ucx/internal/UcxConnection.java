@@ -58,19 +58,36 @@ final class UcxConnection implements Connection {
     private IOException failure;
     private boolean closed;
 
-    /** The UCX request of a posted operation, kept in {@link P2pRequest#transportState}. */
+    /**
+     * A posted operation, kept in {@link P2pRequest#transportState}: one UCX request, or two for a split message (the
+     * 16-byte head, then the body).
+     */
     private static final class Posted {
-        final long request;
+        /** The head's (or only) UCX request; 0 once it finished. */
+        long request;
+        /** The body's UCX request of a split message; 0 when there is none or it finished. */
+        long body;
         final boolean recv;
         final String what;
-        /** The IOV block of a guarded message (returned to the pool when UCX is done with it), or null. */
+        /** The IOV block of an inline guarded message or a split send's head (returned to the pool when UCX is done), or null. */
         final MemorySegment block;
+        /** A split receive's head buffer (guard, size, room for an inline message of the peer), or null. */
+        final MemorySegment head;
+        final boolean split;
+        boolean headDone;
+        int headStatus;
+        long headLength;
+        long headTag;
+        boolean bodyDone;
+        int bodyStatus;
+        long bodyLength;
 
-        Posted(long request, boolean recv, String what, MemorySegment block) {
-            this.request = request;
+        Posted(boolean recv, String what, MemorySegment block, MemorySegment head, boolean split) {
             this.recv = recv;
             this.what = what;
             this.block = block;
+            this.head = head;
+            this.split = split;
         }
     }
 
@@ -78,6 +95,28 @@ final class UcxConnection implements Connection {
     private static final long BLOCK = 2 * Layouts.DT_IOV_SIZE + 8;
     private static final long BLOCK_GUARD = 2 * Layouts.DT_IOV_SIZE;
     private static final int BLOCKS_PER_CHUNK = 64;
+    /**
+     * Guarded messages of at least this many bytes go as two UCX messages: a 16-byte head (the guard word and the
+     * size) and the data as contiguous bytes, which keeps UCX's zero-copy rendezvous for them (UCX 1.13 moves an IOV
+     * datatype with copies; the two-entry IOV halved sendrecv's bandwidth at 1 MiB over tcp). Smaller ones go as one
+     * two-entry IOV message (guard word, data): one message, no extra latency.
+     */
+    static final long SPLIT_AT = 8192;
+    /** Tag bit of a split message's body. */
+    static final long TAG_BODY = 1;
+    /** Tag bit of a split message's head (receives of heads ignore it, and learn from the sender's tag which it was). */
+    static final long TAG_SPLIT = 2;
+    /** Bytes of a split receive's head buffer: the guard word and room for the largest inline message (or a 16-byte head). */
+    private static final long HEAD_BYTES = 8 + SPLIT_AT;
+    /** Where drained bodies land (nothing: the receives are empty and truncate). */
+    private final long drainByte;
+    /** Free head buffers of split receives. */
+    private final java.util.ArrayDeque<MemorySegment> heads = new java.util.ArrayDeque<>();
+
+    private MemorySegment takeHead() {
+        MemorySegment h = heads.poll();
+        return h != null ? h : w.arena.allocate(HEAD_BYTES, 16);
+    }
     /** Free IOV blocks (a guarded message in flight holds one). */
     private final java.util.ArrayDeque<MemorySegment> blocks = new java.util.ArrayDeque<>();
     /** ucp_request_param_t with DATATYPE = IOV, for guarded sends and (with NO_IMM_CMPL) guarded receives. */
@@ -127,6 +166,7 @@ final class UcxConnection implements Connection {
         MemorySegment r = w.arena.allocate(Layouts.STRUCT_BYTES, 8);
         r.set(JAVA_INT, Layouts.REQ_OP_ATTR_MASK, Layouts.UCP_OP_ATTR_FLAG_NO_IMM_CMPL);
         recvParams = r.address();
+        drainByte = w.arena.allocate(8, 8).address();
         testInfoSeg = w.arena.allocate(Layouts.RECV_INFO_SIZE, 8);
         testInfo = testInfoSeg.address();
         flushParams = w.arena.allocate(Layouts.STRUCT_BYTES, 8).address();
@@ -165,14 +205,16 @@ final class UcxConnection implements Connection {
         }
         for (P2pRequest r : pending) {
             Posted p = (Posted) r.transportState;
-            if (p.recv) {
-                ucp.cancel(w.worker, p.request);
-                orphans.add(p.request);
-            } else {
-                ucp.free(p.request);
-            }
-            if (p.block != null) {
-                blocks.add(p.block);
+            for (long q : new long[] {p.request, p.body}) {
+                if (q == 0) {
+                    continue;
+                }
+                if (p.recv) {
+                    ucp.cancel(w.worker, q);
+                    orphans.add(q); // its buffers stay out of the pools: UCX may still write them
+                } else {
+                    ucp.free(q);
+                }
             }
             r.transportState = null;
             r.fail(e);
@@ -192,8 +234,9 @@ final class UcxConnection implements Connection {
         }
     }
 
-    static long tag(int sender, long seq) {
-        return ((long) sender << SEQ_BITS) | (seq & SEQ_MASK);
+    /** The tag of part {@code bits} ({@link #TAG_BODY}, {@link #TAG_SPLIT} or 0) of message {@code seq} from {@code sender}. */
+    static long tag(int sender, long seq, long bits) {
+        return ((long) sender << SEQ_BITS) | (((seq << 2) | bits) & SEQ_MASK);
     }
 
     @Override
@@ -225,11 +268,18 @@ final class UcxConnection implements Connection {
             long seq = sendSeq++;
             String what = "send of " + size + " B (message " + seq + ")";
             if (guard == 0) {
-                post(r, ucp.tagSend(ep, src.address(), size, tag(rank, seq), sendParams), what, null);
-            } else {
+                post(r, new Posted(false, what, null, null, false), ucp.tagSend(ep, src.address(), size, tag(rank, seq, 0), sendParams), 0);
+            } else if (size < SPLIT_AT) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, guard, src);
-                post(r, ucp.tagSend(ep, b.address(), 2, tag(rank, seq), sendIovParams), what, b);
+                post(r, new Posted(false, what, b, null, false), ucp.tagSend(ep, b.address(), 2, tag(rank, seq, 0), sendIovParams), 0);
+            } else {
+                MemorySegment b = takeBlock();
+                b.set(JAVA_LONG, 0, guard);
+                b.set(JAVA_LONG, 8, size);
+                long head = ucp.tagSend(ep, b.address(), 16, tag(rank, seq, TAG_SPLIT), sendParams);
+                long body = ucp.tagSend(ep, src.address(), size, tag(rank, seq, TAG_BODY), sendParams);
+                post(r, new Posted(false, what, b, null, true), head, body);
             }
         }
         return r;
@@ -243,35 +293,40 @@ final class UcxConnection implements Connection {
             checkUsable();
             long seq = recvSeq++;
             String what = "receive of " + size + " B (message " + seq + ")";
-            long p;
-            MemorySegment b = null;
+            // heads are received whatever their split bit (~TAG_SPLIT), so that a peer whose call differs is reported, not waited for
             if (guard == 0) {
-                p = ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq), -1L, recvParams);
-            } else {
-                b = takeBlock();
+                post(r, new Posted(true, what, null, null, false),
+                        ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
+            } else if (size < SPLIT_AT) {
+                MemorySegment b = takeBlock();
                 fillBlock(b, 0, dst);
-                p = ucp.tagRecv(w.worker, b.address(), 2, tag(peer, seq), -1L, recvIovParams);
-            }
-            if (p == 0) {
-                // not with NO_IMM_CMPL; were a UCX to do it anyway, the length would be unknown
-                if (b != null) {
-                    blocks.add(b);
-                }
-                protocolError(r, what + " completed at once although UCP_OP_ATTR_FLAG_NO_IMM_CMPL was set: this UCX ("
-                        + ucp.version() + ") does not honour it");
+                post(r, new Posted(true, what, b, null, false),
+                        ucp.tagRecv(w.worker, b.address(), 2, tag(peer, seq, 0), ~TAG_SPLIT, recvIovParams), 0);
             } else {
-                post(r, p, what, b);
+                MemorySegment h = takeHead();
+                h.set(JAVA_LONG, 0, 0L);
+                long head = ucp.tagRecv(w.worker, h.address(), HEAD_BYTES, tag(peer, seq, 0), ~TAG_SPLIT, recvParams);
+                long body = ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, TAG_BODY), -1L, recvParams);
+                post(r, new Posted(true, what, null, h, true), head, body);
             }
         }
         return r;
     }
 
-    /** Checks a completed (or truncated) guarded receive's word; true when it failed the request with a mismatch. */
-    private boolean guardMismatch(P2pRequest r, MemorySegment block) {
-        if (block == null || r.guard() == 0) {
+    /** The guard word the peer sent with a finished (or truncated) guarded receive; 0 when none or unknown. */
+    private static long theirGuard(Posted p) {
+        if (p.head != null) {
+            return p.head.get(JAVA_LONG, 0);
+        }
+        return p.block != null ? p.block.get(JAVA_LONG, BLOCK_GUARD) : 0;
+    }
+
+    /** Checks a finished guarded receive's word; true when it failed the request with a mismatch. */
+    private boolean guardMismatch(P2pRequest r, Posted p) {
+        if (r.guard() == 0) {
             return false;
         }
-        long theirs = block.get(JAVA_LONG, BLOCK_GUARD);
+        long theirs = theirGuard(p);
         if (theirs != 0 && !GuardMismatchException.matches(r.guard(), theirs)) {
             GuardMismatchException e = new GuardMismatchException(peer, r.guard(), theirs);
             r.fail(e);
@@ -283,16 +338,144 @@ final class UcxConnection implements Connection {
         return false;
     }
 
-    private void finishRecv(P2pRequest r, String what, long got, MemorySegment block) {
-        if (guardMismatch(r, block)) {
-            return;
+    /**
+     * Decides a request whose UCX requests have (partly) finished: completes or fails it and returns true, or returns
+     * false while it must wait for more. A split receive whose head shows a different call fails at once, its body
+     * receive cancelled.
+     */
+    private boolean settle(P2pRequest r, Posted p) {
+        if (!p.recv) {
+            if (!p.headDone || (p.split && !p.bodyDone)) {
+                return false;
+            }
+            int s = p.headStatus != Status.OK ? p.headStatus : p.split ? p.bodyStatus : Status.OK;
+            if (s == Status.OK) {
+                r.complete();
+            } else {
+                fail(r, p.what, s);
+            }
+            return true;
         }
-        long want = r.size() + (block != null ? 8 : 0);
-        if (got != want) {
-            got -= block != null ? 8 : 0;
-            protocolError(r, what + " got a message of " + got + " B: the ranks' calls differ in size");
+        if (!p.headDone) {
+            return false;
+        }
+        long size = r.size();
+        if (p.headStatus != Status.OK) {
+            if (!guardMismatch(r, p)) {
+                fail(r, p.what, p.headStatus);
+            }
+            cancelBody(p);
+            return true;
+        }
+        boolean theySplit = (p.headTag & TAG_SPLIT) != 0;
+        if (!p.split) {
+            if (p.block == null) { // unguarded: plain bytes
+                if (theySplit) {
+                    protocolError(r, p.what + " got a collective's guarded message: the ranks' calls differ");
+                } else if (p.headLength != size) {
+                    protocolError(r, p.what + " got a message of " + p.headLength + " B: the ranks' calls differ in size");
+                } else {
+                    r.complete();
+                }
+                return true;
+            }
+            if (guardMismatch(r, p)) {
+                if (theySplit) {
+                    drainBody(p.headTag);
+                }
+                return true;
+            }
+            if (theySplit) { // the peer's 16-byte head: its size word landed at the start of dst
+                long theirs = r.segment().byteSize() >= 8 ? r.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0) : -1;
+                protocolError(r, p.what + " got a message of " + theirs + " B: the ranks' calls differ in size");
+                drainBody(p.headTag);
+            } else if (p.headLength != size + 8) {
+                protocolError(r, p.what + " got a message of " + (p.headLength - 8) + " B: the ranks' calls differ in size");
+            } else {
+                r.complete();
+            }
+            return true;
+        }
+        if (theySplit && !p.bodyDone) {
+            // the peer sent a body, which this receive matches (cut short if larger): decide only once UCX is done
+            // writing dst, so that no byte lands in memory freed after a failed call
+            return false;
+        }
+        if (guardMismatch(r, p)) {
+            cancelBody(p);
+            return true;
+        }
+        long theirs = theySplit ? p.head.get(JAVA_LONG, 8) : p.headLength - 8;
+        if (theirs != size) {
+            protocolError(r, p.what + " got a message of " + theirs + " B: the ranks' calls differ in size");
+            cancelBody(p); // only an inline message's receive is still posted here: unmatched, nothing writes into it
+            return true;
+        }
+        if (p.bodyStatus != Status.OK) {
+            fail(r, p.what, p.bodyStatus);
+        } else if (p.bodyLength != size) {
+            protocolError(r, p.what + " got a message of " + p.bodyLength + " B: the ranks' calls differ in size");
         } else {
             r.complete();
+        }
+        return true;
+    }
+
+    /** An empty receive for a body that no receive of this rank will take (its call differed): truncated, so the peer's send completes. */
+    private void drainBody(long headTag) {
+        long q = ucp.tagRecv(w.worker, drainByte, 0, headTag & ~TAG_SPLIT | TAG_BODY, -1L, recvParams);
+        if (Status.isRequest(q)) {
+            orphans.add(q);
+        }
+    }
+
+    /** Cancels a split receive's body if still pending; UCX lets go of it later (orphans). */
+    private void cancelBody(Posted p) {
+        if (p.body != 0) {
+            ucp.cancel(w.worker, p.body);
+            orphans.add(p.body);
+            p.body = 0;
+            p.bodyDone = true;
+            p.bodyStatus = Status.ERR_CANCELED;
+        }
+    }
+
+    /** Tests the UCX requests of {@code p} still running and records those that finished. */
+    private void test(Posted p) {
+        if (!p.headDone) {
+            byte s = p.recv ? ucp.recvTest(p.request, testInfo) : ucp.checkStatus(p.request);
+            if (s != Status.INPROGRESS) {
+                if (p.recv) {
+                    p.headLength = testInfoSeg.get(JAVA_LONG, Layouts.RECV_INFO_LENGTH);
+                    p.headTag = testInfoSeg.get(JAVA_LONG, Layouts.RECV_INFO_SENDER_TAG);
+                }
+                ucp.free(p.request);
+                p.request = 0;
+                p.headDone = true;
+                p.headStatus = s;
+            }
+        }
+        if (!p.bodyDone && p.body != 0) {
+            byte s = p.recv ? ucp.recvTest(p.body, testInfo) : ucp.checkStatus(p.body);
+            if (s != Status.INPROGRESS) {
+                if (p.recv) {
+                    p.bodyLength = testInfoSeg.get(JAVA_LONG, Layouts.RECV_INFO_LENGTH);
+                }
+                ucp.free(p.body);
+                p.body = 0;
+                p.bodyDone = true;
+                p.bodyStatus = s;
+            }
+        }
+    }
+
+    /** Returns a finished operation's buffers to their pools. */
+    private void recycle(Posted p) {
+        if (p.block != null) {
+            blocks.add(p.block);
+        }
+        if (p.head != null) {
+            heads.add(p.head);
         }
     }
 
@@ -341,26 +524,16 @@ final class UcxConnection implements Connection {
             for (int i = 0; i < pending.size(); ) {
                 P2pRequest r = pending.get(i);
                 Posted p = (Posted) r.transportState;
-                byte s = p.recv ? ucp.recvTest(p.request, testInfo) : ucp.checkStatus(p.request);
-                if (s == Status.INPROGRESS) {
+                test(p);
+                if (!settle(r, p)) {
                     i++;
                     continue;
                 }
-                ucp.free(p.request);
                 r.transportState = null;
                 pending.remove(i);
                 work++;
-                if (s == Status.OK) {
-                    if (p.recv) {
-                        finishRecv(r, p.what, testInfoSeg.get(JAVA_LONG, Layouts.RECV_INFO_LENGTH), p.block);
-                    } else {
-                        r.complete();
-                    }
-                } else if (!(p.recv && guardMismatch(r, p.block))) {
-                    fail(r, p.what, s);
-                }
-                if (p.block != null) {
-                    blocks.add(p.block);
+                if (p.request == 0 && p.body == 0) {
+                    recycle(p);
                 }
             }
             failAllOnEndpointError(); // a request that failed just now may have shown the endpoint broken
@@ -408,23 +581,42 @@ final class UcxConnection implements Connection {
     }
 
     private void post(P2pRequest r, long p, String what) {
-        post(r, p, what, null);
+        post(r, new Posted(!r.isSend(), what, null, null, false), p, 0);
     }
 
-    /** Completes, fails or queues a posted operation by UCX's answer; the block (if any) goes back when UCX is done. */
-    private void post(P2pRequest r, long p, String what, MemorySegment block) {
-        if (p == 0) {
-            r.complete();
-            if (block != null) {
-                blocks.add(block);
-            }
-        } else if (Status.isError(p)) {
-            fail(r, what, Status.fromPtr(p));
-            if (block != null) {
-                blocks.add(block);
-            }
+    /**
+     * Records UCX's answers to a posted operation (head, and body of a split message: a request, 0 for done, or an
+     * error status) and completes, fails or queues it; its buffers go back to their pools when UCX is done.
+     */
+    private void post(P2pRequest r, Posted p, long head, long body) {
+        if (Status.isRequest(head)) {
+            p.request = head;
         } else {
-            r.transportState = new Posted(p, !r.isSend(), what, block);
+            p.headDone = true;
+            p.headStatus = head == 0 ? Status.OK : Status.fromPtr(head);
+        }
+        if (!p.split) {
+            p.bodyDone = true;
+        } else if (Status.isRequest(body)) {
+            p.body = body;
+        } else {
+            p.bodyDone = true;
+            p.bodyStatus = body == 0 ? Status.OK : Status.fromPtr(body);
+        }
+        if (p.request == 0 && p.body == 0 && !p.recv) {
+            settle(r, p);
+            recycle(p);
+        } else if (p.recv && p.request == 0) {
+            // not with NO_IMM_CMPL (or UCX refused the receive at once)
+            if (p.headStatus == Status.OK) {
+                protocolError(r, p.what + " completed at once although UCP_OP_ATTR_FLAG_NO_IMM_CMPL was set: this UCX ("
+                        + ucp.version() + ") does not honour it");
+            } else {
+                fail(r, p.what, p.headStatus);
+            }
+            cancelBody(p);
+        } else {
+            r.transportState = p;
             pending.add(r);
         }
     }
@@ -451,8 +643,15 @@ final class UcxConnection implements Connection {
         for (P2pRequest r : pending) {
             Posted p = (Posted) r.transportState;
             if (p.recv) {
-                ucp.cancel(w.worker, p.request);
+                for (long q : new long[] {p.request, p.body}) {
+                    if (q != 0) {
+                        ucp.cancel(w.worker, q);
+                    }
+                }
             }
+        }
+        for (long o : orphans) {
+            ucp.cancel(w.worker, o); // a body receive kept for a peer's body that did not come
         }
         long deadline = System.nanoTime() + 1_000_000_000L;
         while ((!pending.isEmpty() || !orphans.isEmpty()) && System.nanoTime() < deadline) {
@@ -460,11 +659,17 @@ final class UcxConnection implements Connection {
             drainOrphans();
             for (int i = 0; i < pending.size(); ) {
                 Posted p = (Posted) pending.get(i).transportState;
-                byte s = p.recv ? ucp.recvTest(p.request, testInfo) : ucp.checkStatus(p.request);
-                if (s == Status.INPROGRESS && p.recv) {
+                if (p.recv) {
+                    test(p);
+                }
+                if (p.recv && (p.request != 0 || p.body != 0)) {
                     i++;
                 } else {
-                    ucp.free(p.request); // a send still in flight is released by UCX when it completes
+                    for (long q : new long[] {p.request, p.body}) {
+                        if (q != 0) {
+                            ucp.free(q); // a send still in flight is released by UCX when it completes
+                        }
+                    }
                     P2pRequest r = pending.remove(i);
                     if (!r.isDone()) {
                         r.fail(new IOException("UCX connection to " + peerInfo.describe() + " closed with this request pending"));

@@ -131,6 +131,29 @@ class UcxConnectionTest {
         }
     }
 
+    /**
+     * A guarded message of at least SPLIT_AT bytes goes as a head (guard word, size) and a contiguous body, a smaller one
+     * as one IOV message: calls of different sizes on either side of the split, either way round, fail the receive
+     * naming both sizes (the receive of heads ignores the split bit), instead of waiting for a message that never comes.
+     */
+    @Test
+    void guardedCallsOfSizesAcrossTheSplitFailNamingBothSizes() throws IOException {
+        long small = UcxConnection.SPLIT_AT / 2;
+        long large = UcxConnection.SPLIT_AT * 8;
+        try (Arena a = Arena.ofShared()) {
+            for (long[] sr : new long[][] {{small, large}, {large, small}, {large, large + 8}}) {
+                close();
+                open();
+                P2pRequest s = c01.send(a.allocate(sr[0]), 0x3333L);
+                P2pRequest r = c10.recv(a.allocate(sr[1]), 0x3333L);
+                IOException e = assertThrows(IOException.class, () -> drive(List.of(s, r)));
+                assertTrue(r.isDone() && r.error() != null, "the receive failed");
+                String m = r.error().getMessage();
+                assertTrue(m.contains("receive of " + sr[1] + " B") && m.contains("got a message of " + sr[0] + " B"), m + " / " + e.getMessage());
+            }
+        }
+    }
+
     @Test
     void thePeersSendMakesTheArmedEventFdReadable() throws Throwable {
         Linker linker = Linker.nativeLinker();
