@@ -272,7 +272,11 @@ final class Supervisor {
         }
         JcclException ex = switch (kind) {
             case ControlWire.KIND_TIMEOUT -> new JcclTimeoutException(message);
-            case ControlWire.KIND_MISMATCH -> new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message);
+            // Another rank's report of mismatched calls: that rank is the peer of the failure here (its report, in
+            // the message, names the calls that differ); the operation and its number are set where it fails.
+            case ControlWire.KIND_MISMATCH -> culprit != rank
+                    ? new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message).at(-1, culprit, null, -1)
+                    : new org.jccl.InvalidUsageException(ErrorCode.MISMATCH, message);
             default -> new PeerFailedException(culprit, message, null);
         };
         verdict = new Verdict(culprit, kind, message, ex);
