@@ -28,11 +28,14 @@ public final class HierPipeline {
 
     /** The legs of one step, by step index; {@code slot} is the step's pinned slot. */
     public interface Legs {
-        /** Local work before the host leg (enqueued). */
-        void pre(int step, int slot);
+        /** Local work before the host leg (enqueued); none by default. */
+        default void pre(int step, int slot) {
+        }
 
-        /** Whether this rank takes part in the step's host leg. */
-        boolean hostLeg(int step);
+        /** Whether this rank takes part in the step's host leg; every rank by default. */
+        default boolean hostLeg(int step) {
+            return true;
+        }
 
         /** Copies out into the slot (enqueued); only where {@link #hostLeg}. */
         void out(int step, int slot);

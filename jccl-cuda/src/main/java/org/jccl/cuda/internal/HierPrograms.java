@@ -230,11 +230,6 @@ public final class HierPrograms {
             }
 
             @Override
-            public boolean hostLeg(int c) {
-                return true;
-            }
-
-            @Override
             public void out(int c, int slot) {
                 Step st = steps.get(c);
                 long k = st.count();
@@ -286,15 +281,6 @@ public final class HierPrograms {
         long len = maxCount(steps);
         dev.prepare(0, equal ? size * len * eb : 0, (equal ? h : size) * len * eb, slots);
         HierPipeline.run(steps.size(), slots, dev, new HierPipeline.Legs() {
-            @Override
-            public void pre(int c, int slot) {
-            }
-
-            @Override
-            public boolean hostLeg(int c) {
-                return true;
-            }
-
             @Override
             public void out(int c, int slot) {
                 Step st = steps.get(c);
@@ -496,15 +482,6 @@ public final class HierPrograms {
         List<Step> steps = HierPlan.blocks(block, eb, size, chunk, slots, Form.SLICE);
         dev.prepare(0, 0, size * maxCount(steps) * eb, slots);
         HierPipeline.run(steps.size(), slots, dev, new HierPipeline.Legs() {
-            @Override
-            public void pre(int c, int slot) {
-            }
-
-            @Override
-            public boolean hostLeg(int c) {
-                return true;
-            }
-
             @Override
             public void out(int c, int slot) {
                 Step st = steps.get(c);
