@@ -65,9 +65,12 @@ class TcpChecksumTest {
             if (!armed.get() || claimed.get()) {
                 return;
             }
+            // Lanes on stream threads call this concurrently: only the range that holds byte number
+            // {@code at} of the shared count flips, so the position is always inside this range.
             long end = seen.addAndGet(to - from);
-            if (end > at && claimed.compareAndSet(false, true)) {
-                int pos = to - (int) (end - at);
+            long start = end - (to - from);
+            if (start <= at && at < end && claimed.compareAndSet(false, true)) {
+                int pos = from + (int) (at - start);
                 b.put(pos, (byte) (b.get(pos) ^ 0x08));
                 victim = c.toString();
                 flipped.set(true); // after victim: a test that sees the flip also sees which connection
