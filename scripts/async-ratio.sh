@@ -5,7 +5,12 @@
 # ROUNDS rounds, each round running every given CLI jar in both methods, interleaved. Prints, per jar
 # and round, default/median per size (out of place and in place) and the worst ratio.
 #
-# Usage: scripts/async-ratio.sh NP ROUNDS JAR [JAR...]
+# With TIMING=paired, each round is one run of `--timing paired`: per size both methods alternate three
+# times inside the same ranks (this host's two vCPUs switch between a fast and a slow state every
+# few tens of seconds, see the state lines, so two separate runs can see different machines); the
+# ratio per cell is then the median of the three pairs' ratios.
+#
+# Usage: [TIMING=paired] scripts/async-ratio.sh NP ROUNDS JAR [JAR...]
 #   JAR: a jccl-cli.jar with its lib/ folder beside it (jccl-cli/target/jccl-cli.jar after a build;
 #   copy the jar and lib/ of another build elsewhere to compare builds). Raw tables go to $OUT
 #   (default: a new directory under /tmp), with the load and the host's CPU-pair state of each run.
@@ -21,7 +26,9 @@ for r in $(seq 1 "$rounds"); do
     j=0
     for jar in "$@"; do
         j=$((j + 1))
-        for timing in mean median; do
+        methods="mean median"
+        [ "${TIMING:-}" = paired ] && methods=paired
+        for timing in $methods; do
             f="$out/jar$j-$timing-np$np-r$r.txt"
             { echo "# jar $jar"; echo "# $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)";
               echo "# state: $(scripts/cpu-pair-state.sh 0 1 2>&1 || true)"; } > "$f"
@@ -33,6 +40,14 @@ done
 /usr/bin/env python3 - "$out" "$np" "$@" <<'PY'
 import glob, os, re, sys
 out, np_, jars = sys.argv[1], sys.argv[2], sys.argv[3:]
+def paired(f):
+    r = {}
+    for line in open(f):
+        p = line.split()
+        if line.startswith('#paired '):
+            size, var = int(p[1]), p[2]
+            r.setdefault(size, {})[var] = (float(p[4]), float(p[6]), float(p[8]), p[10:])
+    return r
 def rows(f):
     r = {}
     for line in open(f):
@@ -41,6 +56,25 @@ def rows(f):
             r[int(p[0])] = (float(p[5]), float(p[9]))
     return r
 for j, jar in enumerate(jars, 1):
+    pr = sorted({int(m.group(1)) for f in glob.glob(f"{out}/jar{j}-paired-np{np_}-r*.txt")
+                 for m in [re.search(r'-r(\d+)\.txt$', f)]})
+    if pr:
+        print(f"## {jar}, {np_} ranks, paired: default / median us, median of 3 pair ratios (out of place | in place), rounds {pr}")
+        data = {r: paired(f"{out}/jar{j}-paired-np{np_}-r{r}.txt") for r in pr}
+        worst = 0.0
+        for s in sorted(set().union(*[set(d) for d in data.values()])):
+            cells = []
+            for r in pr:
+                d = data[r].get(s, {})
+                if 'out' not in d or 'in' not in d:
+                    cells.append("-")
+                    continue
+                o, i = d['out'], d['in']
+                worst = max(worst, o[2], i[2])
+                cells.append(f"{o[0]:.4g}/{o[1]:.4g} {o[2]:.2f} | {i[0]:.4g}/{i[1]:.4g} {i[2]:.2f}")
+            print(f"{s:>10}  " + "  ||  ".join(cells))
+        print(f"worst ratio: {worst:.2f}")
+        continue
     rounds = sorted({int(m.group(1)) for f in glob.glob(f"{out}/jar{j}-mean-np{np_}-r*.txt")
                      for m in [re.search(r'-r(\d+)\.txt$', f)]})
     print(f"## {jar}, {np_} ranks: default / median, us per operation (out of place | in place), rounds {rounds}")

@@ -201,6 +201,9 @@ final class Benchmark implements AutoCloseable {
                 int ops = (int) Math.max(4, Math.min(200, JIT_WARMUP_PASS_BYTES / bytes));
                 for (boolean inPlace : new boolean[] {false, true}) {
                     double sec = seconds(counts, t, op, root, inPlace, ops);
+                    if (o.pairs() > 0) {
+                        seconds(counts, t, op, root, inPlace, ops, true); // paired: the median method's path too
+                    }
                     if (o.check() > 0 && !(inPlace && o.collective().inPlaceUnchecked())) {
                         checks(counts, t, op, root, inPlace, false);
                     }
@@ -243,18 +246,78 @@ final class Benchmark implements AutoCloseable {
 
     /** nccl-tests' BenchTime: one variant of one size. */
     ResultRow.Measurement benchTime(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace) {
+        if (o.pairs() > 0) {
+            return pairedTime(counts, t, op, root, inPlace);
+        }
         return finish(counts, t, op, root, inPlace, seconds(counts, t, op, root, inPlace, o.iters()));
+    }
+
+    /** What {@code --timing paired} found for the last measured row (both variants), for rank 0 to print after it; else null. */
+    private StringBuilder pairedNote;
+
+    /** The '#paired' lines of the row just measured, or null; clears them. */
+    String takePairedNote() {
+        String s = pairedNote == null ? null : pairedNote.toString();
+        pairedNote = null;
+        return s;
+    }
+
+    /**
+     * {@code --timing paired}: both methods on the same size, alternated {@code pairs} times (pair k starts
+     * with the mean method when k is even, with the median method when odd), so that both see the same state of
+     * the host; the row reports the mean method's time (the median of its runs) and the note gives the median of
+     * the pairs' ratios. Every rank runs the same sequence; the times are combined across ranks as usual.
+     */
+    private ResultRow.Measurement pairedTime(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace) {
+        int k = o.pairs();
+        double[] mean = new double[k];
+        double[] median = new double[k];
+        double[] ratio = new double[k];
+        for (int i = 0; i < k; i++) {
+            if ((i & 1) == 0) {
+                mean[i] = seconds(counts, t, op, root, inPlace, o.iters(), false);
+                median[i] = seconds(counts, t, op, root, inPlace, o.iters(), true);
+            } else {
+                median[i] = seconds(counts, t, op, root, inPlace, o.iters(), true);
+                mean[i] = seconds(counts, t, op, root, inPlace, o.iters(), false);
+            }
+            ratio[i] = mean[i] / median[i];
+        }
+        StringBuilder pairs = new StringBuilder();
+        for (double r : ratio) {
+            pairs.append(pairs.isEmpty() ? "" : " ").append(String.format(java.util.Locale.ROOT, "%.3f", r));
+        }
+        if (pairedNote == null) {
+            pairedNote = new StringBuilder();
+        } else {
+            pairedNote.append(System.lineSeparator());
+        }
+        pairedNote.append(String.format(java.util.Locale.ROOT, "#paired %d %s mean_us %.3f median_us %.3f ratio %.3f pairs %s",
+                counts.sizeBytes(t.size()), inPlace ? "in" : "out", middle(mean) * 1e6, middle(median) * 1e6, middle(ratio), pairs));
+        return finish(counts, t, op, root, inPlace, middle(mean));
+    }
+
+    /** The median of {@code v} (the upper one of an even count); sorts a copy. */
+    private static double middle(double[] v) {
+        double[] c = v.clone();
+        java.util.Arrays.sort(c);
+        return c[c.length / 2];
     }
 
     /** The time per operation of {@code iters} timed operations per --timing, combined across ranks per -a. */
     private double seconds(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iters) {
+        return seconds(counts, t, op, root, inPlace, iters, o.median());
+    }
+
+    /** The time per operation of {@code iters} timed operations by one method, combined across ranks per -a. */
+    private double seconds(Collective.Counts counts, DataType t, ReduceOp op, int root, boolean inPlace, int iters, boolean median) {
         if (o.check() > 0) {
             initData(pattern(t, op, 0), counts, root, inPlace);
         }
         start(counts, t, op, root, inPlace, 0).join();
         comm.barrier();
 
-        if (o.median()) {
+        if (median) {
             return medianSeconds(counts, t, op, root, inPlace, iters);
         }
         long collectiveOnly = 0;

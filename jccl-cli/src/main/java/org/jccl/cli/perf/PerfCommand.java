@@ -85,8 +85,14 @@ public final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "--timing", paramLabel = "MODE", defaultValue = "mean",
             description = "mean: nccl-tests' average of back-to-back operations; median: median of operations timed one"
-                    + " by one after a barrier, the method of the Open MPI and Gloo anchor scripts (default: ${DEFAULT-VALUE})")
+                    + " by one after a barrier, the method of the Open MPI and Gloo anchor scripts; paired: both, alternated"
+                    + " " + PAIRS + " times per row (host memory only): the table shows mean's time and a '#paired' line after"
+                    + " each row gives both and their ratio, so that a host whose speed drifts between runs cannot bias"
+                    + " the comparison (default: ${DEFAULT-VALUE})")
     String timing;
+
+    /** How many times --timing paired alternates the two methods per row. */
+    static final int PAIRS = 3;
 
     @Option(names = {"-c", "--check"}, paramLabel = "N", defaultValue = "1",
             description = "check runs per measurement; 0 turns checking off (default: ${DEFAULT-VALUE})")
@@ -155,6 +161,10 @@ public final class PerfCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         PerfOptions options = options(System.getenv());
         DeviceOptions dev = deviceOptions();
+        if (dev.gpu() && options.pairs() > 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: --timing paired measures host memory only;"
+                    + " on GPUs use --timing mean or median");
+        }
         if (np != null) {
             if (np < 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "-np must be at least 1, got " + np);
@@ -237,7 +247,7 @@ public final class PerfCommand implements Callable<Integer> {
             }
             return new PerfOptions(c, min, max, step, stepFactor, iters, warmupIters, check, PerfOptions.parseOps(op),
                     PerfOptions.parseTypes(datatype), PerfOptions.parseRoot(root), average, blocking, json, minBw,
-                    rankArgs(spec.commandLine().getParseResult()), jitWarmup, parseTiming(timing), plot);
+                    rankArgs(spec.commandLine().getParseResult()), jitWarmup, parseTiming(timing), plot, pairs(timing));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "jccl perf: " + e.getMessage(), e);
         }
@@ -276,9 +286,13 @@ public final class PerfCommand implements Callable<Integer> {
 
     private static boolean parseTiming(String mode) {
         return switch (mode.trim().toLowerCase(java.util.Locale.ROOT)) {
-            case "mean" -> false;
+            case "mean", "paired" -> false;
             case "median" -> true;
-            default -> throw new IllegalArgumentException("--timing '" + mode + "' is not mean or median");
+            default -> throw new IllegalArgumentException("--timing '" + mode + "' is not mean, median or paired");
         };
+    }
+
+    private static int pairs(String mode) {
+        return mode.trim().equalsIgnoreCase("paired") ? PAIRS : 0;
     }
 }

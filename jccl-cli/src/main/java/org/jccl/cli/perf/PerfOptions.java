@@ -35,11 +35,23 @@ import org.jccl.ReduceOp;
  *     median, which is how the Open MPI and Gloo anchor scripts measure; false: nccl-tests' mean of
  *     {@code iters} back-to-back operations
  * @param plotFile where to draw bus bandwidth against size (--plot, .svg or .png), or null
+ * @param pairs {@code --timing paired}: each row times both methods, alternated this many times (each pair in
+ *     turn starting with the other method), reports the mean method's time and notes both and their ratio; 0:
+ *     one method per {@code median}
  */
 record PerfOptions(Collective collective, long minBytes, long maxBytes, long stepBytes, long stepFactor, int iters,
                    int warmupIters, int check, List<ReduceOp> ops, List<DataType> types, int root, int average,
                    int blocking, Path jsonFile, double minBusBw, List<String> args, int jitWarmup,
-                   boolean median, Path plotFile) {
+                   boolean median, Path plotFile, int pairs) {
+
+    /** The options with one timing method. */
+    PerfOptions(Collective collective, long minBytes, long maxBytes, long stepBytes, long stepFactor, int iters,
+                int warmupIters, int check, List<ReduceOp> ops, List<DataType> types, int root, int average,
+                int blocking, Path jsonFile, double minBusBw, List<String> args, int jitWarmup, boolean median,
+                Path plotFile) {
+        this(collective, minBytes, maxBytes, stepBytes, stepFactor, iters, warmupIters, check, ops, types, root, average,
+                blocking, jsonFile, minBusBw, args, jitWarmup, median, plotFile, 0);
+    }
 
     /** The options without a plot. */
     PerfOptions(Collective collective, long minBytes, long maxBytes, long stepBytes, long stepFactor, int iters,
@@ -81,6 +93,9 @@ record PerfOptions(Collective collective, long minBytes, long maxBytes, long ste
         }
         if (blocking < 0 || blocking > 3) {
             throw new IllegalArgumentException("-z/--blocking must be 0, 1, 2 or 3, got " + blocking);
+        }
+        if (pairs < 0 || (pairs > 0 && median)) {
+            throw new IllegalArgumentException("--timing paired times both methods: " + pairs + " pairs with median set");
         }
         if (root < ALL_ROOTS) {
             throw new IllegalArgumentException("-r/--root must be a rank or 'all' (-1), got " + root);

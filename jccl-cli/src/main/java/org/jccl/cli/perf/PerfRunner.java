@@ -105,8 +105,12 @@ final class PerfRunner {
         double avgBusBw;
         try (Benchmark b = bench) {
             b.runAll(row -> {
+                String paired = b.takePairedNote();
                 if (printer) {
                     out.println(Table.row(row));
+                    if (paired != null) {
+                        out.println(paired);
+                    }
                     out.flush();
                     if (report != null) {
                         report.add(row, o.iters());

@@ -1,6 +1,7 @@
 package org.jccl.cli.perf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -120,6 +121,51 @@ class PerfBenchmarkTest {
         r = run(3, o.build());
         assertClean(r, c);
         assertEquals("2", PerfTesting.fields(r.rows().getFirst())[4]);
+    }
+
+    @Test
+    void pairedTimingNotesBothMethodsAfterEveryRowAndKeepsTheTable() throws Exception {
+        PerfTesting.Opts m = new PerfTesting.Opts();
+        PerfOptions o = new PerfOptions(m.collective, m.min, m.max, m.step, m.factor, m.iters, m.warmup, m.check, m.ops, m.types,
+                m.root, m.average, m.blocking, null, -1, List.of("all_reduce"), 0, false, null, 3);
+        PerfTesting.Run r = run(3, o);
+        assertClean(r, Collective.ALL_REDUCE);
+        assertEquals(5, r.rows().size(), r.out());
+        List<String> lines = r.out().lines().toList();
+        int rows = 0;
+        for (int i = 0; i < lines.size(); i++) {
+            if (!r.rows().contains(lines.get(i))) {
+                continue;
+            }
+            rows++;
+            String size = PerfTesting.fields(lines.get(i))[0];
+            // The row, then one '#paired' line per variant: size, variant, both times, the median ratio and the 3 pairs'.
+            for (int v = 0; v < 2; v++) {
+                String[] f = PerfTesting.fields(lines.get(i + 1 + v));
+                assertEquals(List.of("#paired", size, v == 0 ? "out" : "in", "mean_us"), List.of(f[0], f[1], f[2], f[3]), lines.get(i + 1 + v));
+                assertEquals(List.of("median_us", "ratio", "pairs"), List.of(f[5], f[7], f[9]), lines.get(i + 1 + v));
+                assertEquals(13, f.length, lines.get(i + 1 + v));
+                double mean = Double.parseDouble(f[4]);
+                double median = Double.parseDouble(f[6]);
+                assertTrue(mean > 0 && median > 0, lines.get(i + 1 + v));
+                double[] pairs = {Double.parseDouble(f[10]), Double.parseDouble(f[11]), Double.parseDouble(f[12])};
+                java.util.Arrays.sort(pairs);
+                assertEquals(pairs[1], Double.parseDouble(f[8]), 0.0011, "the ratio is the median of the pairs': " + lines.get(i + 1 + v));
+            }
+            // The table's time is the mean method's (median of its three runs, as the note says).
+            assertEquals(Double.parseDouble(PerfTesting.fields(lines.get(i))[5]), Double.parseDouble(PerfTesting.fields(lines.get(i + 1))[4]),
+                    0.006, lines.get(i) + " / " + lines.get(i + 1));
+        }
+        assertEquals(5, rows);
+    }
+
+    @Test
+    void pairedTimingAndMedianAreExclusive() {
+        PerfTesting.Opts m = new PerfTesting.Opts();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new PerfOptions(m.collective, m.min, m.max,
+                m.step, m.factor, m.iters, m.warmup, m.check, m.ops, m.types, m.root, m.average, m.blocking, null, -1, List.of(), 0, true,
+                null, 3));
+        assertTrue(e.getMessage().contains("--timing paired"), e.getMessage());
     }
 
     @Test

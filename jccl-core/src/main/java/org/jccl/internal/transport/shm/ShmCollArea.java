@@ -33,7 +33,7 @@ import org.jccl.spi.PeerInfo;
  * bytes takes one of two small regions at the start of the area, the one the previous round did not
  * use, so small operations keep rewriting the same few lines, hot in both ranks' caches. A larger
  * round takes a region of the rest of the area, a ring: in the <em>near</em> mode one of the two
- * halves of its first {@code hotWindow} bytes by round parity (4 MiB, rounds of at most 2 MiB: the
+ * halves of its first {@code hotWindow} bytes by round parity (4 MiB, rounds of at most 1 MiB: the
  * former two halves, whose lines stay in the caches), in the <em>far</em> mode the ring's next bytes
  * (16 MiB by default, less the hot regions; rounds of up to {@code JCCL_SHM_COLL_SLOT}), so that a
  * line is rewritten only after the whole ring has been written since.

@@ -66,8 +66,14 @@ final class ShmCollDescriptor {
     static final long HOT_SLOT_OFFSET = 64;
     /** The part of the ring the near mode uses (the former two halves of the default 4 MiB area). */
     static final long HOT_WINDOW_MAX = 4 << 20;
-    /** Largest round of the near mode. */
-    static final long HOT_SLOT_MAX = 2 << 20;
+    /**
+     * Largest round of the near mode: half of one of the window's two halves. Measured, not derived:
+     * with 2 MiB rounds (each half full), 2 MB all-reduces on 2 ranks issued back to back took 2-4x
+     * as long as the same operations timed one by one, and one by one 1.1-1.6x as long as with 1 MiB
+     * rounds (docs/PERFORMANCE.md, "The near window's rounds"); why full halves hurt pipelined rounds
+     * is not known.
+     */
+    static final long HOT_SLOT_MAX = 1 << 20;
     /** Regions of the area start on cache-line multiples. */
     static final long ALIGN = 64;
     /** Largest hot region (rounds up to this size rewrite the same lines, hot in cache); at most an eighth of the area. */

@@ -61,7 +61,7 @@ class ShmCollAreaRegionsTest {
             long area = a[0].areaBytes();
             long hot = a[0].hotBytes();
             assertEquals(64 << 10, hot);
-            assertEquals(2 << 20, a[0].nearSlotBytes());
+            assertEquals(1 << 20, a[0].nearSlotBytes());
             int farOps = 0;
             int roundsLeft = 0;
             Random rnd = new Random(42);
@@ -82,7 +82,7 @@ class ShmCollAreaRegionsTest {
                     for (ShmCollArea r : a) {
                         r.beginOperation();
                         assertEquals(far, r.far());
-                        assertEquals(far ? (area - 2 * hot) / 2 : 2 << 20, r.slotBytes(), "far rounds: at most half the ring");
+                        assertEquals(far ? (area - 2 * hot) / 2 : 1 << 20, r.slotBytes(), "far rounds: at most half the ring; near ones a quarter of the window");
                     }
                     roundsLeft = rnd.nextInt(20);
                 }
@@ -160,7 +160,7 @@ class ShmCollAreaRegionsTest {
                 long window = area - 2 * a[0].hotBytes();
                 // The same odd size over and over (the anchors' method): between two writes of a byte, far
                 // takes at least the ring less two rounds of other rounds; near exactly one other round.
-                long bytes = (1 << 20) + 4 * 7;
+                long bytes = (512 << 10) + 4 * 7;
                 long[] lastWritten = new long[(int) (area / ShmCollDescriptor.ALIGN)];
                 long written = 0;
                 long shortest = Long.MAX_VALUE;
