@@ -11,7 +11,8 @@
 #
 # What is compared:
 # - ucx_perftest -e (endpoints in the peer-failure error mode, as jccl's): tag_lat (one-way latency, p50 and avg) at
-#   8 B and tag_bw (MB/s) at 64 KiB, 1 MiB and 16 MiB, server and client on 127.0.0.1;
+#   8 B and tag_bw (MB/s) at 64 KiB, 1 MiB and 16 MiB, server and client on 127.0.0.1; each beside jccl's send/recv
+#   in the same shape (org.jccl.cli.perf.P2pProbe under jccl run -np 2: ping-pong, or a one-way stream of 32 in flight);
 # - jccl perf sendrecv -np 2 with JCCL_NET=UCX JCCL_HOSTID=a,b (the two ranks are "different hosts", so the pair
 #   goes over UCX) and JCCL_UCX_TLS=<tls>: nccl-tests' sendrecv (each rank sends to one peer and receives from it at
 #   once), median time per operation (perftest tag_lat reports p50); its algbw is bytes / time per direction. Note the shapes differ: perftest's tag_bw streams one
@@ -43,10 +44,14 @@ perftest() { # TLS TEST SIZE ITERS WARMUP -> the "Final:" line
 echo "# $(date -u +%FT%TZ) $(hostname) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(ucx_info -v 2>/dev/null | head -n 1)"
 for tls in "${tls_list[@]}"; do
     echo "## UCX_TLS=$tls: ucx_perftest -e (Final: iterations, p50 us, avg us, overall us, avg MB/s, overall MB/s, msg/s avg, overall)"
-    echo "tag_lat 8 B:      $(perftest "$tls" tag_lat 8 20000 2000)"
-    echo "tag_bw 64 KiB:    $(perftest "$tls" tag_bw 65536 2000 200)"
-    echo "tag_bw 1 MiB:     $(perftest "$tls" tag_bw 1048576 200 20)"
-    echo "tag_bw 16 MiB:    $(perftest "$tls" tag_bw 16777216 30 3)"
+    # Each perftest line is followed by jccl's send/recv in the same shape (P2pProbe: ping-pong, or a one-way
+    # stream with perftest's window of 32), through jccl's public API over the same UCX transport.
+    for t in "tag_lat lat 8 20000 2000" "tag_bw bw 65536 2000 200" "tag_bw bw 1048576 200 20" "tag_bw bw 16777216 30 3"; do
+        set -- $t
+        echo "$1 $3 B: perftest $(perftest "$tls" "$1" "$3" "$4" "$5")"
+        echo "$1 $3 B: jccl     $(JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" run -np 2 -- org.jccl.cli.perf.P2pProbe "$2" "$3" "$4" 2>&1 \
+            | grep -E '^\[0\] (lat|bw) ' | sed 's/^\[0\] //' || echo failed)"
+    done
     echo "## jccl perf sendrecv over UCX ($tls), JCCL_HOSTID=a,b"
     JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" perf sendrecv -np 2 -b 8 -e 16M -f 8 -n 200 -w 50 --jit-warmup 2000 --timing median \
         | grep -E '^ +[0-9]|^#  *size'

@@ -464,6 +464,62 @@ public abstract class CollectiveConformance {
     }
 
     /**
+     * A stream of asynchronous sends and receives around a ring (each rank receives from its left and sends
+     * to its right, 120 of each, sizes from 0 to about 9 KB, an asynchronous all-reduce in the middle,
+     * issued so that it completes even when each operation waits before the next is posted): the
+     * runtime posts consecutive queued sends and receives together (Executor#runHead); every Work must
+     * still complete in issue order, every message must land in its own buffer, and the all-reduce must
+     * see the sends before it completed.
+     */
+    @ParameterizedTest(name = "async sends and receives complete in issue order n={0}")
+    @MethodSource("rankCounts")
+    void asyncSendsAndReceivesCompleteInIssueOrder(int n) {
+        org.junit.jupiter.api.Assumptions.assumeTrue(n > 1, "one rank: a send to itself needs a group");
+        run(n, c -> {
+            int right = (c.rank() + 1) % n;
+            int left = (c.rank() + n - 1) % n;
+            int k = 120;
+            List<org.jccl.Work> works = new ArrayList<>();
+            List<int[]> in = new ArrayList<>();
+            int[] sum = {c.rank() + 1};
+            for (int i = 0; i < k; i++) {
+                int len = i % 11 == 0 ? 0 : 1 + (i * 193) % 2300;
+                int[] out = new int[len];
+                for (int j = 0; j < len; j++) {
+                    out[j] = c.rank() * 1_000_000 + i * 3000 + j;
+                }
+                int[] got = new int[len];
+                java.util.Arrays.fill(got, -1);
+                in.add(got);
+                // Each message goes round the ring as it would one operation at a time (rank 0 sends first, every
+                // other rank receives first): nothing may depend on the runtime posting later operations early.
+                if (c.rank() == 0) {
+                    works.add(c.sendAsync(Buffer.of(out), right));
+                    works.add(c.recvAsync(Buffer.of(got), left));
+                } else {
+                    works.add(c.recvAsync(Buffer.of(got), left));
+                    works.add(c.sendAsync(Buffer.of(out), right));
+                }
+                if (i == k / 2) {
+                    works.add(c.allReduceAsync(Buffer.of(sum), Buffer.of(sum), ReduceOp.SUM));
+                }
+            }
+            works.get(works.size() - 1).join();
+            for (int w = 0; w < works.size(); w++) {
+                assertTrue(works.get(w).isDone(), "operation " + w + " is not done although the last one is");
+                works.get(w).join();
+            }
+            assertEquals(n * (n + 1) / 2, sum[0], "the all-reduce in the middle of the stream");
+            for (int i = 0; i < k; i++) {
+                int[] got = in.get(i);
+                for (int j = 0; j < got.length; j++) {
+                    assertEquals(left * 1_000_000 + i * 3000 + j, got[j], "message " + i + " from rank " + left + ", element " + j);
+                }
+            }
+        });
+    }
+
+    /**
      * The in-flight bound (JCCL_MAX_INFLIGHT): rank 0 issues far more asynchronous all-reduces than
      * the bound as fast as it can, the other ranks make the same calls slowly, blocking, one every 0.3 ms. Rank 0
      * must be held back at the bound (never more in flight, the bound reached, and its last call issued only

@@ -56,6 +56,17 @@ final class Executor {
         /** Runs {@code op} to completion or failure, completing its Work; the caller holds the execution lock. */
         void execute(Op op);
 
+        /**
+         * Runs consecutive queued sends and receives ({@link P2pOp}) in issue order, completing each Work in
+         * that order, with all of their messages posted before the first is waited for (see {@link #runHead}).
+         * Default: one after the other.
+         */
+        default void executeBatch(java.util.List<Op> ops) {
+            for (Op op : ops) {
+                execute(op);
+            }
+        }
+
         /** Fails a queued operation that will not run (abort, close). */
         void discard(Op op);
 
@@ -261,11 +272,37 @@ final class Executor {
 
     // ------------------------------------------------------------------------------------------ running
 
-    /** Runs the queue's head (the caller holds the execution lock); false when the queue is empty. */
+    /**
+     * Most queued sends and receives run as one batch (posted together): enough for a stream's window
+     * (ucx_perftest's tag_bw keeps 32 in flight) without holding more than this many requests at once.
+     */
+    static final int MAX_P2P_BATCH = 64;
+
+    /**
+     * Runs the queue's head (the caller holds the execution lock); false when the queue is empty. A send or
+     * receive followed in the queue by more of them runs with them as one batch ({@link Host#executeBatch}):
+     * one after the other, each waited for before the next is posted, a stream of asynchronous sends to a
+     * peer moved one message per round trip (64 KiB over UCX's shared memory at 0.6x, over its tcp at 0.4x
+     * of ucx_perftest's tag_bw).
+     */
     private boolean runHead() {
         Op head = queue.poll();
         if (head == null) {
             return false;
+        }
+        if (head instanceof P2pOp && queue.peek() instanceof P2pOp) {
+            java.util.List<Op> batch = new java.util.ArrayList<>();
+            batch.add(head);
+            // Only the holder of the execution lock takes from the queue: what peek saw is what poll returns.
+            while (batch.size() < MAX_P2P_BATCH && queue.peek() instanceof P2pOp) {
+                batch.add(queue.poll());
+            }
+            try {
+                host.executeBatch(batch);
+            } finally {
+                pending.addAndGet(-batch.size());
+            }
+            return true;
         }
         try {
             host.execute(head);

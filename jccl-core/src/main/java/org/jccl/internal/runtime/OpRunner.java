@@ -237,29 +237,80 @@ final class OpRunner implements Executor.Host {
         }
     }
 
+    /**
+     * Consecutive sends and receives taken from the queue together: each is started as its own call (its
+     * guard word, its flight-recorder start) and posted, in issue order, before any is waited for; then each
+     * is waited for and completed (or failed, as {@link #runOne} would) in that order. What goes on the wire,
+     * and in which order, is what running them one by one posts; only the waits move after the posts, so a
+     * stream of asynchronous sends keeps its window in flight. A post that throws ends the posting: that
+     * operation and those after it then run one by one (an abort meanwhile fails them).
+     */
+    @Override
+    public void executeBatch(List<Op> ops) {
+        if (comm.abortCause() != null) {
+            for (Op op : ops) {
+                execute(op);
+            }
+            return;
+        }
+        int n = ops.size();
+        org.jccl.spi.P2pRequest[] posted = new org.jccl.spi.P2pRequest[n];
+        for (int i = 0; i < n; i++) {
+            P2pOp op = (P2pOp) ops.get(i);
+            ctx.begin(op);
+            recorder.started(op.seq);
+            try {
+                ctx.guard().beginCall(op, false);
+                posted[i] = op.post(ctx);
+                ctx.guard().endCall();
+            } catch (RuntimeException e) {
+                break; // run one by one from here: runOne posts it again and reports the failure as usual
+            } finally {
+                ctx.begin(null);
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            if (posted[i] == null || comm.abortCause() != null) {
+                execute(op); // not posted, or aborted meanwhile (an earlier one failed): fails at once, naming the cause
+            } else {
+                runOne(op, posted[i]);
+            }
+        }
+    }
+
     private void runOne(Op op) {
+        runOne(op, null);
+    }
+
+    /** Runs {@code op}; with {@code posted} (a batch's send or receive, already started and posted) only waits for it. */
+    private void runOne(Op op, org.jccl.spi.P2pRequest posted) {
         ctx.begin(op);
-        if (!op.startedAtIssue) {
+        if (!op.startedAtIssue && posted == null) {
             recorder.started(op.seq);
         }
         CollectiveEvent ev = new CollectiveEvent();
         ev.begin();
         Throwable failure = null;
         try {
-            boolean signed = checkSignatures && OpSignature.checked(op);
-            boolean call = !(op instanceof FusedOp); // a group starts a call per member (FusedOp)
-            if (call) {
-                ctx.guard().beginCall(op, signed);
-            }
-            if (signed) {
-                ctx.signatures().begin(op);
-            }
-            op.run(ctx);
-            if (signed) {
-                ctx.signatures().end();
-            }
-            if (call) {
-                ctx.guard().endCall();
+            if (posted != null) {
+                ctx.await(posted); // started and posted by executeBatch, as its own call
+            } else {
+                boolean signed = checkSignatures && OpSignature.checked(op);
+                boolean call = !(op instanceof FusedOp); // a group starts a call per member (FusedOp)
+                if (call) {
+                    ctx.guard().beginCall(op, signed);
+                }
+                if (signed) {
+                    ctx.signatures().begin(op);
+                }
+                op.run(ctx);
+                if (signed) {
+                    ctx.signatures().end();
+                }
+                if (call) {
+                    ctx.guard().endCall();
+                }
             }
             if (op.finisher != null) {
                 op.finisher.run();
