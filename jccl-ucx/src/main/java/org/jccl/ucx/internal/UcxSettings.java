@@ -27,7 +27,9 @@ import org.jccl.internal.topo.Topology;
  *   <li>{@code MM_ERROR_HANDLING=y} when UCX may use posix or sysv, unless the environment sets it: every
  *       endpoint uses the peer-failure error mode, which UCX 1.13 grants its shared-memory transports only
  *       with these (without them a pair of ranks on one machine has no shared-memory path, and with
- *       {@code UCX_TLS=posix,self} no path at all: ucp_ep_create fails with UCS_ERR_UNREACHABLE).</li>
+ *       {@code UCX_TLS=posix,self} no path at all: ucp_ep_create fails with UCS_ERR_UNREACHABLE);</li>
+ *   <li>{@code RNDV_THRESH=524288} when UCX may use only tcp (and self), unless the environment sets
+ *       {@code UCX_RNDV_THRESH} ({@link #TCP_RNDV_THRESH}).</li>
  * </ul>
  */
 final class UcxSettings {
@@ -94,6 +96,9 @@ final class UcxSettings {
             m.put("IB_TRAFFIC_CLASS", tc.trim());
         }
         String effectiveTls = tls != null && !tls.isBlank() ? tls : env.getOrDefault("UCX_TLS", "all");
+        if (tcpOnly(effectiveTls) && !env.containsKey("UCX_RNDV_THRESH")) {
+            m.put("RNDV_THRESH", Long.toString(TCP_RNDV_THRESH));
+        }
         if (usesSharedMemory(effectiveTls) && !env.containsKey("UCX_MM_ERROR_HANDLING") && !env.containsKey("UCX_POSIX_ERROR_HANDLING")
                 && !env.containsKey("UCX_SYSV_ERROR_HANDLING")) {
             // MM_ (the table posix and sysv inherit from): ucp_config_modify("POSIX_ERROR_HANDLING") is ignored by 1.13
@@ -101,6 +106,29 @@ final class UcxSettings {
             m.put("MM_ERROR_HANDLING", "y");
         }
         return m;
+    }
+
+    /**
+     * Rendezvous threshold when UCX may use only tcp (and self): messages below it go eagerly. With UCX's own
+     * ("auto"), messages of about 8 KiB and more went by rendezvous, three exchanges over the same sockets; on
+     * loopback (2026-11-28, docs/PERFORMANCE.md "UCX and TCP on a quiet 2-core VM") 512 KiB took a 32 KB
+     * all-reduce from 25-35 to 15-20 us, 512 KB from 169-275 to 140-202, and a stream of 64 KiB sends from
+     * 1.2-2.1 to 2.3-2.5 GB/s, three rounds alternated.
+     */
+    static final long TCP_RNDV_THRESH = 512 << 10;
+
+    /** Whether a UCX_TLS value names tcp and nothing else but self (no RDMA, no shared memory). */
+    static boolean tcpOnly(String tls) {
+        boolean tcp = false;
+        for (String t : tls.trim().toLowerCase(Locale.ROOT).split(",")) {
+            String x = t.trim();
+            if (x.equals("tcp")) {
+                tcp = true;
+            } else if (!x.equals("self")) {
+                return false;
+            }
+        }
+        return tcp;
     }
 
     /** Whether a UCX_TLS value may select UCX's posix or sysv transports (UCX warns about settings no transport reads). */

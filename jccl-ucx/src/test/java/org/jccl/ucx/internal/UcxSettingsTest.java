@@ -70,9 +70,22 @@ class UcxSettingsTest {
     }
 
     @Test
+    void theTcpOnlyRendezvousThresholdIsOneUcxHolds() {
+        UcxTests.assumeUcx();
+        Map<String, String> held = ucxHolds(UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "tcp"), List.of(), null, Map.of()));
+        // ucp_config_print writes memory units its own way: 512K (1.13), not UCX's "auto"
+        assertEquals("512K", held.get("UCX_RNDV_THRESH"), held.toString());
+    }
+
+    @Test
     void tcpOnlyLeavesSharedMemorySettingsOutAndTheUsersUcxVariablesWin() {
         Map<String, String> tcp = UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "tcp"), List.of(), null, Map.of());
-        assertEquals(Map.of("TLS", "tcp"), tcp);
+        assertEquals(Map.of("TLS", "tcp", "RNDV_THRESH", "524288"), tcp);
+        assertEquals(Map.of("TLS", "tcp,self"), UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "tcp,self"), List.of(), null,
+                Map.of("UCX_RNDV_THRESH", "16K")), "the user's UCX_RNDV_THRESH wins");
+        assertEquals(Map.of("RNDV_THRESH", "524288"), UcxSettings.translate(Config.defaults(), List.of(), null, Map.of("UCX_TLS", "tcp")));
+        assertFalse(UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "rc,tcp"), List.of(), null, Map.of()).containsKey("RNDV_THRESH"),
+                "RDMA in the list: UCX's own threshold");
         Map<String, String> own = UcxSettings.translate(Config.defaults(), List.of(), null, Map.of("UCX_POSIX_ERROR_HANDLING", "n"));
         assertFalse(own.containsKey("MM_ERROR_HANDLING"), own.toString());
         assertEquals(Map.of("MM_ERROR_HANDLING", "y"), UcxSettings.translate(Config.defaults(), List.of(), null, Map.of()));
