@@ -280,10 +280,10 @@ final class Executor {
 
     /**
      * Runs the queue's head (the caller holds the execution lock); false when the queue is empty. A send or
-     * receive followed in the queue by more of them runs with them as one batch ({@link Host#executeBatch}):
-     * one after the other, each waited for before the next is posted, a stream of asynchronous sends to a
-     * peer moved one message per round trip (64 KiB over UCX's shared memory at 0.6x, over its tcp at 0.4x
-     * of ucx_perftest's tag_bw).
+     * receive followed in the queue by more of them runs with them as one batch ({@link Host#executeBatch}).
+     * Run one after the other, each waited for before the next was posted, a stream of asynchronous sends to
+     * a peer moved one message per round trip (64 KiB at 0.6x of ucx_perftest's tag_bw over UCX's shared
+     * memory, 0.4x over its tcp).
      */
     private boolean runHead() {
         Op head = queue.poll();

@@ -263,7 +263,7 @@ final class OpRunner implements Executor.Host {
                 ctx.guard().beginCall(op, false);
                 posted[i] = op.post(ctx);
                 ctx.guard().endCall();
-            } catch (RuntimeException e) {
+            } catch (Throwable t) {
                 break; // run one by one from here: runOne posts it again and reports the failure as usual
             } finally {
                 ctx.begin(null);
@@ -271,8 +271,15 @@ final class OpRunner implements Executor.Host {
         }
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
-            if (posted[i] == null || comm.abortCause() != null) {
-                execute(op); // not posted, or aborted meanwhile (an earlier one failed): fails at once, naming the cause
+            if (posted[i] == null) {
+                execute(op); // not posted: runs alone (or fails at once when aborted meanwhile)
+            } else if (comm.abortCause() != null) {
+                // Posted, and an earlier one failed and aborted the communicator (which closes the connections): fails
+                // with that cause, once, as queued operations do, and the flight recorder sees it end.
+                recorder.finished(op.seq, false, null);
+                counters.finished(op.name, op.bytes, false);
+                op.work.fail(comm.aborted(op));
+                comm.delivered();
             } else {
                 runOne(op, posted[i]);
             }
