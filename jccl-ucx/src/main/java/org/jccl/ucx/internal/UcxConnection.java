@@ -96,26 +96,35 @@ final class UcxConnection implements Connection {
     private static final long BLOCK_GUARD = 2 * Layouts.DT_IOV_SIZE;
     private static final int BLOCKS_PER_CHUNK = 64;
     /**
-     * Guarded messages of at least this many bytes go as two UCX messages: a 16-byte head (the guard word and the
-     * size) and the data as contiguous bytes, which keeps UCX's zero-copy rendezvous for them (UCX 1.13 moves an IOV
-     * datatype with copies; the two-entry IOV halved sendrecv's bandwidth at 1 MiB over tcp). Smaller ones go as one
-     * two-entry IOV message (guard word, data): one message, no extra latency.
+     * Guarded messages of at least {@link #splitAt} bytes go as two UCX messages: a 16-byte head (the guard word and
+     * the size) and the data as contiguous bytes, which keeps UCX's zero-copy rendezvous for them (UCX 1.13 moves an
+     * IOV datatype with copies; the two-entry IOV halved sendrecv's bandwidth at 1 MiB over tcp). Smaller ones go as
+     * one two-entry IOV message (guard word, data): one message, no extra latency. This is the default; over tcp
+     * alone, where messages below the rendezvous threshold are copied anyway, the threshold (UcxEndpoint#address
+     * publishes each rank's; a pair uses the smaller).
      */
     static final long SPLIT_AT = 8192;
     /** Tag bit of a split message's body. */
     static final long TAG_BODY = 1;
     /** Tag bit of a split message's head (receives of heads ignore it, and learn from the sender's tag which it was). */
     static final long TAG_SPLIT = 2;
+    /** Guarded messages of at least this many bytes are split (head and body); the same at both ends of the pair. */
+    private final long splitAt;
     /** Bytes of a split receive's head buffer: the guard word and room for the largest inline message (or a 16-byte head). */
-    private static final long HEAD_BYTES = 8 + SPLIT_AT;
+    private final long headBytes;
     /** Where drained bodies land (nothing: the receives are empty and truncate). */
     private final long drainByte;
     /** Free head buffers of split receives. */
     private final java.util.ArrayDeque<MemorySegment> heads = new java.util.ArrayDeque<>();
 
+    /** Guarded messages of at least this many bytes go as head and body (the smaller of the two ranks' published values). */
+    long splitAt() {
+        return splitAt;
+    }
+
     private MemorySegment takeHead() {
         MemorySegment h = heads.poll();
-        return h != null ? h : w.arena.allocate(HEAD_BYTES, 16);
+        return h != null ? h : w.arena.allocate(headBytes, 16);
     }
     /** Free IOV blocks (a guarded message in flight holds one). */
     private final java.util.ArrayDeque<MemorySegment> blocks = new java.util.ArrayDeque<>();
@@ -152,7 +161,9 @@ final class UcxConnection implements Connection {
     private int epStatus;
     private boolean epFailureHandled;
 
-    UcxConnection(UcxEndpoint endpoint, int rank, int peer, PeerInfo peerInfo, long ep, long errorKey) {
+    UcxConnection(UcxEndpoint endpoint, int rank, int peer, PeerInfo peerInfo, long ep, long errorKey, long splitAt) {
+        this.splitAt = splitAt;
+        this.headBytes = 8 + splitAt;
         this.errorKey = errorKey;
         this.endpoint = endpoint;
         this.w = endpoint.worker;
@@ -269,7 +280,7 @@ final class UcxConnection implements Connection {
             String what = "send of " + size + " B (message " + seq + ")";
             if (guard == 0) {
                 post(r, new Posted(false, what, null, null, false), ucp.tagSend(ep, src.address(), size, tag(rank, seq, 0), sendParams), 0);
-            } else if (size < SPLIT_AT) {
+            } else if (size < splitAt) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, guard, src);
                 post(r, new Posted(false, what, b, null, false), ucp.tagSend(ep, b.address(), 2, tag(rank, seq, 0), sendIovParams), 0);
@@ -297,7 +308,7 @@ final class UcxConnection implements Connection {
             if (guard == 0) {
                 post(r, new Posted(true, what, null, null, false),
                         ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
-            } else if (size < SPLIT_AT) {
+            } else if (size < splitAt) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, 0, dst);
                 post(r, new Posted(true, what, b, null, false),
@@ -305,7 +316,7 @@ final class UcxConnection implements Connection {
             } else {
                 MemorySegment h = takeHead();
                 h.set(JAVA_LONG, 0, 0L);
-                long head = ucp.tagRecv(w.worker, h.address(), HEAD_BYTES, tag(peer, seq, 0), ~TAG_SPLIT, recvParams);
+                long head = ucp.tagRecv(w.worker, h.address(), headBytes, tag(peer, seq, 0), ~TAG_SPLIT, recvParams);
                 long body = ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, TAG_BODY), -1L, recvParams);
                 post(r, new Posted(true, what, null, h, true), head, body);
             }

@@ -45,7 +45,20 @@ final class UcxEndpoint implements Endpoint {
     private final RegistrationCache<Long> cache;
     private final AtomicInteger regions = new AtomicInteger();
 
+    /** First word of the address a rank publishes ({@link #address}): jccl's header, then UCX's worker address. */
+    static final int ADDRESS_MAGIC = 0x4A435831;
+    /** Bytes of that header: the magic, then the rank's split size ({@link UcxConnection#splitAt}). */
+    static final int ADDRESS_HEADER = 8;
+
+    /** Guarded messages from this size go as head and body, as far as this rank is concerned (the pair takes the smaller). */
+    final long splitAt;
+
     UcxEndpoint(UcxWorker worker, TransportContext ctx) {
+        this(worker, ctx, UcxConnection.SPLIT_AT);
+    }
+
+    UcxEndpoint(UcxWorker worker, TransportContext ctx, long splitAt) {
+        this.splitAt = splitAt;
         this.worker = worker;
         this.ctx = ctx;
         this.rank = ctx.rank();
@@ -81,9 +94,14 @@ final class UcxEndpoint implements Endpoint {
                 });
     }
 
+    /**
+     * What this rank publishes: {@link #ADDRESS_MAGIC}, its split size (both big-endian ints), then UCX's worker
+     * address. A peer without the header runs another jccl version: {@link #connect} refuses it by name.
+     */
     @Override
     public byte[] address() {
-        return worker.address.clone();
+        return java.nio.ByteBuffer.allocate(ADDRESS_HEADER + worker.address.length).putInt(ADDRESS_MAGIC).putInt((int) splitAt)
+                .put(worker.address).array();
     }
 
     @Override
@@ -92,7 +110,7 @@ final class UcxEndpoint implements Endpoint {
     }
 
     int addressHash() {
-        return Arrays.hashCode(worker.address);
+        return Arrays.hashCode(address());
     }
 
     int peerAddressHash(int peer) {
@@ -118,10 +136,17 @@ final class UcxEndpoint implements Endpoint {
                 return c;
             }
             PeerInfo peer = ctx.peer(peerRank);
-            byte[] remote = peer.addresses().get(UcxTransport.NAME);
-            if (remote == null) {
+            byte[] published = peer.addresses().get(UcxTransport.NAME);
+            if (published == null) {
                 throw new IOException("UCX: " + peer.describe() + " published no UCX address (UCX is off or unavailable there)");
             }
+            java.nio.ByteBuffer header = java.nio.ByteBuffer.wrap(published);
+            if (published.length <= ADDRESS_HEADER || header.getInt(0) != ADDRESS_MAGIC) {
+                throw new IOException("UCX: " + peer.describe() + " published a UCX address without this jccl version's header: it runs"
+                        + " another version of jccl (every rank of a job must run the same one)");
+            }
+            long pairSplit = Math.min(splitAt, Integer.toUnsignedLong(header.getInt(4)));
+            byte[] remote = Arrays.copyOfRange(published, ADDRESS_HEADER, published.length);
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment addr = a.allocate(remote.length);
                 MemorySegment.copy(remote, 0, addr, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, remote.length);
@@ -141,7 +166,7 @@ final class UcxEndpoint implements Endpoint {
                             ? " (no UCX transport reaches it in the peer-failure error mode; UCX transports here: " + worker.resources
                             + "; with only posix/sysv/cma and self, set UCX_POSIX_ERROR_HANDLING=y, or let SHM carry same-host pairs)" : ""));
                 }
-                c = new UcxConnection(this, rank, peerRank, peer, out.get(JAVA_LONG, 0), key);
+                c = new UcxConnection(this, rank, peerRank, peer, out.get(JAVA_LONG, 0), key, pairSplit);
                 EpErrors.bind(key, c);
                 connections.put(peerRank, c);
                 return c;

@@ -122,7 +122,8 @@ public final class UcxTransport implements Transport {
                     + settings + ")", e);
         }
         Log.info(Log.Subsys.INIT, ctx.rank(), initLine(w, settings, nics, topo, ctx.gpu()));
-        return new UcxEndpoint(w, ctx);
+        // Over tcp alone messages below the rendezvous threshold are copied anyway: one IOV message each up to it.
+        return new UcxEndpoint(w, ctx, settings.containsKey("RNDV_THRESH") ? UcxSettings.TCP_RNDV_THRESH : UcxConnection.SPLIT_AT);
     }
 
     /** The one INFO line per rank: NICs, UCX transports, GPUDirect RDMA on or off and why. */

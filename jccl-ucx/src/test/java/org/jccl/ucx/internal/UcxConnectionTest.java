@@ -76,7 +76,8 @@ class UcxConnectionTest {
     @Test
     void messagesArriveInOrderPerDirectionEagerAndRendezvous() throws IOException {
         try (Arena a = Arena.ofShared()) {
-            long[] sizes = {0, 1, 8, 4096, 65_536 + 3, 4 << 20};
+            // Below the split (one IOV message), across it (head and body: 512 KiB over tcp alone), eager and rendezvous.
+            long[] sizes = {0, 1, 8, 4096, 8192, 65_536 + 3, 300_001, (512 << 10) - 1, 512 << 10, 4 << 20};
             MemorySegment[] src = new MemorySegment[sizes.length];
             MemorySegment[] dst = new MemorySegment[sizes.length];
             List<P2pRequest> reqs = new java.util.ArrayList<>();
@@ -95,6 +96,28 @@ class UcxConnectionTest {
             for (int i = 0; i < sizes.length; i++) {
                 assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE), dst[i].toArray(ValueLayout.JAVA_BYTE), "message " + i);
             }
+        }
+    }
+
+    @Test
+    void aPairSplitsAtTheSmallerOfTheTwoPublishedSizesAndAPeerWithoutTheHeaderIsRefused() throws IOException {
+        assertEquals(UcxSettings.TCP_RNDV_THRESH, eps[0].splitAt, "over tcp alone a rank splits at the rendezvous threshold");
+        assertEquals(UcxSettings.TCP_RNDV_THRESH, ((UcxConnection) c01).splitAt());
+        byte[] published = eps[1].address();
+        java.nio.ByteBuffer.wrap(published).putInt(4, 8192); // a peer that splits at 8 KiB (UCX with RDMA or shared memory)
+        byte[] raw = java.util.Arrays.copyOfRange(published, UcxEndpoint.ADDRESS_HEADER, published.length);
+        // A rank 0 of a 4-rank context whose ranks 2 and 3 are the peer above, published two ways.
+        TestTransportContext four = new TestTransportContext(new byte[16], 0, 4, new byte[16],
+                Config.defaults().with("JCCL_NET", "UCX").with("JCCL_UCX_TLS", "tcp"));
+        four.setPeer(2, new PeerInfo(2, "testhost", ProcessHandle.current().pid(), "host-2", "jvm", Map.of("UCX", published)));
+        four.setPeer(3, new PeerInfo(3, "testhost", ProcessHandle.current().pid(), "host-3", "jvm", Map.of("UCX", raw)));
+        UcxEndpoint e0 = (UcxEndpoint) new UcxTransport().open(four);
+        try {
+            assertEquals(8192, ((UcxConnection) e0.connect(2)).splitAt(), "the pair takes the smaller split");
+            IOException e = assertThrows(IOException.class, () -> e0.connect(3));
+            assertTrue(e.getMessage().contains("another version of jccl"), e.getMessage());
+        } finally {
+            e0.close();
         }
     }
 
@@ -138,8 +161,8 @@ class UcxConnectionTest {
      */
     @Test
     void guardedCallsOfSizesAcrossTheSplitFailNamingBothSizes() throws IOException {
-        long small = UcxConnection.SPLIT_AT / 2;
-        long large = UcxConnection.SPLIT_AT * 8;
+        long small = ((UcxConnection) c01).splitAt() / 2;
+        long large = ((UcxConnection) c01).splitAt() * 8;
         try (Arena a = Arena.ofShared()) {
             for (long[] sr : new long[][] {{small, large}, {large, small}, {large, large + 8}}) {
                 close();
