@@ -3,8 +3,6 @@ package org.jccl.internal.transport.tcp;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.jccl.Config;
 import org.jccl.internal.transport.tcp.TcpTestSupport.Cluster;
@@ -16,6 +14,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.check;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.drive;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.exchangeChecked;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.fill;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.loopback;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.runRanks;
@@ -52,23 +51,7 @@ class TcpOffloadTest {
                 assertTrue(conn.describe().endsWith(threads + (threads == 1 ? " stream thread)" : " stream threads)")), conn.describe());
                 try (Arena arena = Arena.ofShared()) {
                     for (int round = 0; round < 3; round++) {
-                        List<P2pRequest> reqs = new ArrayList<>();
-                        List<MemorySegment> in = new ArrayList<>();
-                        for (int i = 0; i < SIZES.length; i++) {
-                            MemorySegment src = arena.allocate(SIZES[i]);
-                            fill(src, rank * 100 + i + round);
-                            MemorySegment dst = arena.allocate(SIZES[i]);
-                            in.add(dst);
-                            reqs.add(conn.recv(dst));
-                            reqs.add(conn.send(src));
-                        }
-                        drive(40_000, conn, reqs.toArray(P2pRequest[]::new));
-                        for (int i = 0; i < SIZES.length; i++) {
-                            assertEquals(-1, check(in.get(i), peer * 100 + i + round), "message " + i + " of " + SIZES[i] + " bytes");
-                        }
-                        for (P2pRequest r : reqs) {
-                            assertEquals(r.size(), r.position);
-                        }
+                        exchangeChecked(conn, arena, SIZES, rank, peer, round);
                     }
                 }
             });

@@ -131,6 +131,33 @@ final class TcpTestSupport {
         drive(timeoutMillis, List.of(c), List.of(reqs));
     }
 
+    /**
+     * Sends a message of each of {@code sizes} to the peer while receiving the peer's, all posted at once (each
+     * receive before its send), drives them to completion, and checks every byte and every request's position.
+     * Message i of rank r carries {@link #fill}'s pattern of seed {@code r * 100 + i + salt}.
+     */
+    static void exchangeChecked(Connection conn, java.lang.foreign.Arena arena, long[] sizes, int rank, int peer, int salt)
+            throws IOException {
+        List<P2pRequest> reqs = new ArrayList<>();
+        List<MemorySegment> in = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            MemorySegment src = arena.allocate(sizes[i]);
+            fill(src, rank * 100L + i + salt);
+            MemorySegment dst = arena.allocate(sizes[i]);
+            in.add(dst);
+            reqs.add(conn.recv(dst));
+            reqs.add(conn.send(src));
+        }
+        drive(40_000, conn, reqs.toArray(P2pRequest[]::new));
+        for (int i = 0; i < sizes.length; i++) {
+            org.junit.jupiter.api.Assertions.assertEquals(-1, check(in.get(i), peer * 100L + i + salt),
+                    "message " + i + " of " + sizes[i] + " bytes");
+        }
+        for (P2pRequest r : reqs) {
+            org.junit.jupiter.api.Assertions.assertEquals(r.size(), r.position);
+        }
+    }
+
     /** Fills a segment with a pattern that depends on the seed and on the position (so shifted or swapped data is caught). */
     static void fill(MemorySegment s, long seed) {
         long n = s.byteSize();

@@ -34,6 +34,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.check;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.drive;
+import static org.jccl.internal.transport.tcp.TcpTestSupport.exchangeChecked;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.fill;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.loopback;
 import static org.jccl.internal.transport.tcp.TcpTestSupport.runRanks;
@@ -83,23 +84,7 @@ class TcpTransportTest {
                 assertEquals(nsocks, ((TcpConnection) conn).sockets());
                 assertTrue(conn.describe().startsWith("TCP 127.0.0.1:"), conn.describe());
                 try (Arena arena = Arena.ofConfined()) {
-                    List<P2pRequest> reqs = new ArrayList<>();
-                    List<MemorySegment> in = new ArrayList<>();
-                    for (int i = 0; i < SIZES.length; i++) {
-                        MemorySegment src = arena.allocate(SIZES[i]);
-                        fill(src, rank * 100 + i);
-                        MemorySegment dst = arena.allocate(SIZES[i]);
-                        in.add(dst);
-                        reqs.add(conn.recv(dst));
-                        reqs.add(conn.send(src));
-                    }
-                    drive(40_000, conn, reqs.toArray(P2pRequest[]::new));
-                    for (int i = 0; i < SIZES.length; i++) {
-                        assertEquals(-1, check(in.get(i), peer * 100 + i), "message " + i + " of " + SIZES[i] + " bytes");
-                    }
-                    for (P2pRequest r : reqs) {
-                        assertEquals(r.size(), r.position);
-                    }
+                    exchangeChecked(conn, arena, SIZES, rank, peer, 0);
                 }
                 assertSame(conn, c.ep[rank].connect(peer), "connect returns the existing connection");
             });
