@@ -80,7 +80,13 @@ final class SpiRig {
         return new PeerInfo(rank, "testhost", pid, hostId, processId, Map.of(t.name(), endpoint.address()));
     }
 
-    /** Prepares the endpoint for every peer and connects to each (blocks until the peers do the same). */
+    /**
+     * Prepares the endpoint for every peer, connects to each, and then exchanges one message with every
+     * peer (blocks until the peers do the same). The exchange is what communicator creation's closing
+     * barrier gives the runtime: no rank starts a scenario, and so none can close its endpoint, before
+     * every peer has connected. Without it a rank whose scenario sends nothing (registerProcessMemory over
+     * SHM) could close, unlinking the ring it published, before a slower peer process mapped that ring.
+     */
     void connectAll() throws IOException {
         int[] peers = new int[size - 1];
         for (int r = 0, i = 0; r < size; r++) {
@@ -91,6 +97,18 @@ final class SpiRig {
         endpoint.prepare(peers);
         for (int p : peers) {
             connections[p] = endpoint.connect(p);
+        }
+        Map<Integer, byte[]> hello = new HashMap<>();
+        for (int p : peers) {
+            hello.put(p, new byte[] {(byte) rank, (byte) p});
+        }
+        Map<Integer, byte[]> got = exchange(hello, peers);
+        for (int p : peers) {
+            byte[] b = got.get(p);
+            if (b.length != 2 || b[0] != (byte) p || b[1] != (byte) rank) {
+                throw new IOException("rank " + rank + ": the connection to rank " + p + " delivered " + Arrays.toString(b)
+                        + " as its first message, not [" + (byte) p + ", " + (byte) rank + "]");
+            }
         }
     }
 
