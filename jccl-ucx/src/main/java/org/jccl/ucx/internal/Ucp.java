@@ -107,10 +107,13 @@ final class Ucp {
         epFlushNbx = h("ucp_ep_flush_nbx", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG));
         tagSendNbx = h("ucp_tag_send_nbx", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
         tagRecvNbx = h("ucp_tag_recv_nbx", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-        requestCheckStatus = h("ucp_request_check_status", FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG));
-        tagRecvRequestTest = h("ucp_tag_recv_request_test", FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG, JAVA_LONG));
+        // Critical (no thread-state transition): short, never block, never call back into Java; called for every
+        // request in flight on each progress pass.
+        requestCheckStatus = h("ucp_request_check_status", FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG), Linker.Option.critical(false));
+        tagRecvRequestTest = h("ucp_tag_recv_request_test", FunctionDescriptor.of(JAVA_BYTE, JAVA_LONG, JAVA_LONG),
+                Linker.Option.critical(false));
         requestCancel = h("ucp_request_cancel", FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_LONG));
-        requestFree = h("ucp_request_free", FunctionDescriptor.ofVoid(JAVA_LONG));
+        requestFree = h("ucp_request_free", FunctionDescriptor.ofVoid(JAVA_LONG), Linker.Option.critical(false));
         memMap = h("ucp_mem_map", FunctionDescriptor.of(JAVA_BYTE, ADDRESS, ADDRESS, ADDRESS));
         memUnmap = h("ucp_mem_unmap", FunctionDescriptor.of(JAVA_BYTE, ADDRESS, JAVA_LONG));
         rkeyPack = h("ucp_rkey_pack", FunctionDescriptor.of(JAVA_BYTE, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
@@ -124,10 +127,10 @@ final class Ucp {
         free = LINKER.downcallHandle(libc.find("free").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
     }
 
-    private MethodHandle h(String name, FunctionDescriptor fd) {
+    private MethodHandle h(String name, FunctionDescriptor fd, Linker.Option... options) {
         MemorySegment sym = ucp.find(name).orElseThrow(() -> new UnsatisfiedLinkError(name + " is missing from " + libraryPath
                 + ": this UCX is not a complete 1.13+ libucp"));
-        return LINKER.downcallHandle(sym, fd);
+        return LINKER.downcallHandle(sym, fd, options);
     }
 
     /** Whether an optional (newer than 1.13) symbol exists in this library, looked up when asked. */

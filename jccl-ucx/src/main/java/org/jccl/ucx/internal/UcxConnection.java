@@ -55,6 +55,15 @@ final class UcxConnection implements Connection {
     private long sendSeq;
     private long recvSeq;
     private final List<P2pRequest> pending = new ArrayList<>();
+    /** The worker's {@link UcxWorker#events} when every pending request was last tested; -1 before the first test. */
+    private long testedAt = -1;
+    /** Progress passes in a row that skipped the tests; at {@link #TEST_ANYWAY_AFTER} they test anyway. */
+    private int untestedPasses;
+    /**
+     * Idle passes after which the requests are tested although UCX reported nothing: a safety net should a completion
+     * ever come without a progress call that reports work.
+     */
+    private static final int TEST_ANYWAY_AFTER = 16;
     private IOException failure;
     private boolean closed;
 
@@ -68,7 +77,10 @@ final class UcxConnection implements Connection {
         /** The body's UCX request of a split message; 0 when there is none or it finished. */
         long body;
         final boolean recv;
-        final String what;
+        /** What it is, for messages: "put of 64 B into ...", or null for a send or receive (built from bytes and seq when needed). */
+        private final String label;
+        private final long bytes;
+        private final long seq;
         /** The IOV block of an inline guarded message or a split send's head (returned to the pool when UCX is done), or null. */
         final MemorySegment block;
         /** A split receive's head buffer (guard, size, room for an inline message of the peer), or null. */
@@ -82,12 +94,27 @@ final class UcxConnection implements Connection {
         int bodyStatus;
         long bodyLength;
 
-        Posted(boolean recv, String what, MemorySegment block, MemorySegment head, boolean split) {
+        Posted(boolean recv, String label, MemorySegment block, MemorySegment head, boolean split) {
+            this(recv, label, 0, 0, block, head, split);
+        }
+
+        /** A send or receive of {@code bytes}, message {@code seq} of its direction: no string is made unless it fails. */
+        Posted(boolean recv, long bytes, long seq, MemorySegment block, MemorySegment head, boolean split) {
+            this(recv, null, bytes, seq, block, head, split);
+        }
+
+        private Posted(boolean recv, String label, long bytes, long seq, MemorySegment block, MemorySegment head, boolean split) {
             this.recv = recv;
-            this.what = what;
+            this.label = label;
+            this.bytes = bytes;
+            this.seq = seq;
             this.block = block;
             this.head = head;
             this.split = split;
+        }
+
+        String what() {
+            return label != null ? label : (recv ? "receive of " : "send of ") + bytes + " B (message " + seq + ")";
         }
     }
 
@@ -277,20 +304,19 @@ final class UcxConnection implements Connection {
         synchronized (w.lock) {
             checkUsable();
             long seq = sendSeq++;
-            String what = "send of " + size + " B (message " + seq + ")";
             if (guard == 0) {
-                post(r, new Posted(false, what, null, null, false), ucp.tagSend(ep, src.address(), size, tag(rank, seq, 0), sendParams), 0);
+                post(r, new Posted(false, size, seq, null, null, false), ucp.tagSend(ep, src.address(), size, tag(rank, seq, 0), sendParams), 0);
             } else if (size < splitAt) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, guard, src);
-                post(r, new Posted(false, what, b, null, false), ucp.tagSend(ep, b.address(), 2, tag(rank, seq, 0), sendIovParams), 0);
+                post(r, new Posted(false, size, seq, b, null, false), ucp.tagSend(ep, b.address(), 2, tag(rank, seq, 0), sendIovParams), 0);
             } else {
                 MemorySegment b = takeBlock();
                 b.set(JAVA_LONG, 0, guard);
                 b.set(JAVA_LONG, 8, size);
                 long head = ucp.tagSend(ep, b.address(), 16, tag(rank, seq, TAG_SPLIT), sendParams);
                 long body = ucp.tagSend(ep, src.address(), size, tag(rank, seq, TAG_BODY), sendParams);
-                post(r, new Posted(false, what, b, null, true), head, body);
+                post(r, new Posted(false, size, seq, b, null, true), head, body);
             }
         }
         return r;
@@ -303,22 +329,21 @@ final class UcxConnection implements Connection {
         synchronized (w.lock) {
             checkUsable();
             long seq = recvSeq++;
-            String what = "receive of " + size + " B (message " + seq + ")";
             // heads are received whatever their split bit (~TAG_SPLIT), so that a peer whose call differs is reported, not waited for
             if (guard == 0) {
-                post(r, new Posted(true, what, null, null, false),
+                post(r, new Posted(true, size, seq, null, null, false),
                         ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
             } else if (size < splitAt) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, 0, dst);
-                post(r, new Posted(true, what, b, null, false),
+                post(r, new Posted(true, size, seq, b, null, false),
                         ucp.tagRecv(w.worker, b.address(), 2, tag(peer, seq, 0), ~TAG_SPLIT, recvIovParams), 0);
             } else {
                 MemorySegment h = takeHead();
                 h.set(JAVA_LONG, 0, 0L);
                 long head = ucp.tagRecv(w.worker, h.address(), headBytes, tag(peer, seq, 0), ~TAG_SPLIT, recvParams);
                 long body = ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, TAG_BODY), -1L, recvParams);
-                post(r, new Posted(true, what, null, h, true), head, body);
+                post(r, new Posted(true, size, seq, null, h, true), head, body);
             }
         }
         return r;
@@ -363,7 +388,7 @@ final class UcxConnection implements Connection {
             if (s == Status.OK) {
                 r.complete();
             } else {
-                fail(r, p.what, s);
+                fail(r, p.what(), s);
             }
             return true;
         }
@@ -373,7 +398,7 @@ final class UcxConnection implements Connection {
         long size = r.size();
         if (p.headStatus != Status.OK) {
             if (!guardMismatch(r, p)) {
-                fail(r, p.what, p.headStatus);
+                fail(r, p.what(), p.headStatus);
             }
             cancelBody(p);
             return true;
@@ -382,9 +407,9 @@ final class UcxConnection implements Connection {
         if (!p.split) {
             if (p.block == null) { // unguarded: plain bytes
                 if (theySplit) {
-                    protocolError(r, p.what + " got a collective's guarded message: the ranks' calls differ");
+                    protocolError(r, p.what() + " got a collective's guarded message: the ranks' calls differ");
                 } else if (p.headLength != size) {
-                    protocolError(r, p.what + " got a message of " + p.headLength + " B: the ranks' calls differ in size");
+                    protocolError(r, p.what() + " got a message of " + p.headLength + " B: the ranks' calls differ in size");
                 } else {
                     r.complete();
                 }
@@ -398,10 +423,10 @@ final class UcxConnection implements Connection {
             }
             if (theySplit) { // the peer's 16-byte head: its size word landed at the start of dst
                 long theirs = r.segment().byteSize() >= 8 ? r.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0) : -1;
-                protocolError(r, p.what + " got a message of " + theirs + " B: the ranks' calls differ in size");
+                protocolError(r, p.what() + " got a message of " + theirs + " B: the ranks' calls differ in size");
                 drainBody(p.headTag);
             } else if (p.headLength != size + 8) {
-                protocolError(r, p.what + " got a message of " + (p.headLength - 8) + " B: the ranks' calls differ in size");
+                protocolError(r, p.what() + " got a message of " + (p.headLength - 8) + " B: the ranks' calls differ in size");
             } else {
                 r.complete();
             }
@@ -418,14 +443,14 @@ final class UcxConnection implements Connection {
         }
         long theirs = theySplit ? p.head.get(JAVA_LONG, 8) : p.headLength - 8;
         if (theirs != size) {
-            protocolError(r, p.what + " got a message of " + theirs + " B: the ranks' calls differ in size");
+            protocolError(r, p.what() + " got a message of " + theirs + " B: the ranks' calls differ in size");
             cancelBody(p); // only an inline message's receive is still posted here: unmatched, nothing writes into it
             return true;
         }
         if (p.bodyStatus != Status.OK) {
-            fail(r, p.what, p.bodyStatus);
+            fail(r, p.what(), p.bodyStatus);
         } else if (p.bodyLength != size) {
-            protocolError(r, p.what + " got a message of " + p.bodyLength + " B: the ranks' calls differ in size");
+            protocolError(r, p.what() + " got a message of " + p.bodyLength + " B: the ranks' calls differ in size");
         } else {
             r.complete();
         }
@@ -532,6 +557,14 @@ final class UcxConnection implements Connection {
             int work = w.progressLocked();
             failAllOnEndpointError();
             drainOrphans();
+            if (work == 0 && w.events == testedAt && untestedPasses < TEST_ANYWAY_AFTER) {
+                // Nothing progressed or was posted since every pending request was last tested: testing each again (a
+                // downcall or two per request, 32 and more in a stream) would only find them unfinished.
+                untestedPasses++;
+                return 0;
+            }
+            untestedPasses = 0;
+            testedAt = w.events;
             for (int i = 0; i < pending.size(); ) {
                 P2pRequest r = pending.get(i);
                 Posted p = (Posted) r.transportState;
@@ -600,6 +633,7 @@ final class UcxConnection implements Connection {
      * error status) and completes, fails or queues it; its buffers go back to their pools when UCX is done.
      */
     private void post(P2pRequest r, Posted p, long head, long body) {
+        w.events++; // a post may complete requests (a receive matched at once): the next progress tests them
         if (Status.isRequest(head)) {
             p.request = head;
         } else {
@@ -620,10 +654,10 @@ final class UcxConnection implements Connection {
         } else if (p.recv && p.request == 0) {
             // not with NO_IMM_CMPL (or UCX refused the receive at once)
             if (p.headStatus == Status.OK) {
-                protocolError(r, p.what + " completed at once although UCP_OP_ATTR_FLAG_NO_IMM_CMPL was set: this UCX ("
+                protocolError(r, p.what() + " completed at once although UCP_OP_ATTR_FLAG_NO_IMM_CMPL was set: this UCX ("
                         + ucp.version() + ") does not honour it");
             } else {
-                fail(r, p.what, p.headStatus);
+                fail(r, p.what(), p.headStatus);
             }
             cancelBody(p);
         } else {

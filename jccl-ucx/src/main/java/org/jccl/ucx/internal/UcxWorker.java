@@ -31,6 +31,12 @@ final class UcxWorker implements AutoCloseable {
     /** ucp_context_query's memory types bitmap (bit 0 host, bit 1 CUDA). */
     final long memoryTypes;
     private boolean closed;
+    /**
+     * Counts the worker's events (the caller holds {@link #lock}): a progress call that reported work, or an operation
+     * posted on any of its endpoints. A connection that tested its requests at one count and finds it unchanged has,
+     * as far as UCX said, nothing new to find (UcxConnection#progress).
+     */
+    long events;
 
     private UcxWorker(Ucp ucp, MemorySegment context, long worker, int efd, byte[] address, Map<String, String> applied,
                       List<String> resources, long memoryTypes) {
@@ -122,7 +128,11 @@ final class UcxWorker implements AutoCloseable {
      * look; the runtime calls again when it waits.
      */
     int progressLocked() {
-        return ucp.progress(worker);
+        int n = ucp.progress(worker);
+        if (n != 0) {
+            events++;
+        }
+        return n;
     }
 
     /** Whether closed; the caller holds {@link #lock}. */

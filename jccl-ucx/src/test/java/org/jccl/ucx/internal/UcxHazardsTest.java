@@ -1,7 +1,7 @@
 package org.jccl.ucx.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -63,10 +63,19 @@ class UcxHazardsTest {
         Run fixed = fork(Map.of(), "signals", "fix");
         assertEquals(0, fixed.exit(), fixed.output());
         assertTrue(fixed.output().contains("NPE OK 5"), fixed.output());
-        // Without the fix the same program dies: the test can tell.
+        // The fix is what keeps UCX's handler away from the JVM's faults: with it UCX never sees the null check's SIGSEGV.
+        assertFalse(fixed.output().contains("Caught signal"), fixed.output());
+        // Without it the same program's fault goes to UCX's handler first (the test can tell), which usually kills the
+        // JVM. Not always: UCX's handler restores the previous handlers and raises the signal again, and in some runs
+        // (every one of a sitting on 2026-11-28, none in the sittings before) the JVM then had the fault and threw
+        // the NPE. So the control asserts what is certain, UCX's handler taking the JVM's fault, and that when the
+        // JVM dies it dies of that.
         Run broken = fork(Map.of(), "signals", "nofix");
-        assertNotEquals(0, broken.exit(), "without ucs_debug_disable_signals the JVM should have died:\n" + broken.output());
-        assertTrue(!broken.output().contains("NPE OK") && broken.output().contains("Caught signal 11"), broken.output());
+        assertTrue(broken.output().contains("Caught signal 11"), "without ucs_debug_disable_signals UCX's handler should have"
+                + " caught the JIT-compiled null check's SIGSEGV:\n" + broken.output());
+        if (broken.exit() != 0) {
+            assertFalse(broken.output().contains("NPE OK"), broken.output());
+        }
     }
 
     @Test
