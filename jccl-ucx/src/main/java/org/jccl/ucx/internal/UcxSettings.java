@@ -29,7 +29,9 @@ import org.jccl.internal.topo.Topology;
  *       with these (without them a pair of ranks on one machine has no shared-memory path, and with
  *       {@code UCX_TLS=posix,self} no path at all: ucp_ep_create fails with UCS_ERR_UNREACHABLE);</li>
  *   <li>{@code RNDV_THRESH=524288} when UCX may use only tcp (and self), unless the environment sets
- *       {@code UCX_RNDV_THRESH} ({@link #TCP_RNDV_THRESH}).</li>
+ *       {@code UCX_RNDV_THRESH} ({@link #TCP_RNDV_THRESH});</li>
+ *   <li>{@code TCP_RX_SEG_SIZE=262144} then too, unless the environment sets {@code UCX_TCP_RX_SEG_SIZE}
+ *       ({@link #TCP_RX_SEG_SIZE}).</li>
  * </ul>
  */
 final class UcxSettings {
@@ -99,6 +101,9 @@ final class UcxSettings {
         if (tcpOnly(effectiveTls) && !env.containsKey("UCX_RNDV_THRESH")) {
             m.put("RNDV_THRESH", Long.toString(TCP_RNDV_THRESH));
         }
+        if (tcpOnly(effectiveTls) && !env.containsKey("UCX_TCP_RX_SEG_SIZE")) {
+            m.put("TCP_RX_SEG_SIZE", Long.toString(TCP_RX_SEG_SIZE));
+        }
         if (usesSharedMemory(effectiveTls) && !env.containsKey("UCX_MM_ERROR_HANDLING") && !env.containsKey("UCX_POSIX_ERROR_HANDLING")
                 && !env.containsKey("UCX_SYSV_ERROR_HANDLING")) {
             // MM_ (the table posix and sysv inherit from): ucp_config_modify("POSIX_ERROR_HANDLING") is ignored by 1.13
@@ -116,6 +121,29 @@ final class UcxSettings {
      * 1.2-2.1 to 2.3-2.5 GB/s, three rounds alternated.
      */
     static final long TCP_RNDV_THRESH = 512 << 10;
+
+    /**
+     * UCX tcp's receive segment when UCX may use only tcp (and self): how much one read from a socket takes in.
+     * UCX's 64 KiB meant a read per 64 KiB of every large message; on loopback (2026-11-28, docs/PERFORMANCE.md
+     * "UCX over tcp: the receive segment") 256 KiB took a 2 MB all-reduce from 709-781 to 422-505 us, 256 KB from
+     * 73-96 to 50-55 us, and a stream of 1 MiB sends from 4.0-4.3 to 4.8-6.2 GB/s (128 KiB close behind, 512 KiB
+     * and 1 MiB worse at 2 MB).
+     */
+    static final long TCP_RX_SEG_SIZE = 256 << 10;
+
+    /**
+     * The name {@code ucp_config_modify} takes for setting {@code key} of this library: UCX up to 1.16 matches a
+     * transport's setting by its field's bare name ({@code RX_SEG_SIZE}), 1.17 and later by the transport's prefixed
+     * name ({@code TCP_RX_SEG_SIZE}: its uct_config_modify passes the table's prefix since). A name UCX does not match
+     * is dropped with "invalid configuration" at worker creation. Settings of UCP's own table, and {@code MM_}
+     * settings (a sub-table's prefix, matched by both), keep their names.
+     */
+    static String modifyKey(String key, int major, int minor) {
+        if (key.startsWith("TCP_") && major == 1 && minor < 17) {
+            return key.substring("TCP_".length());
+        }
+        return key;
+    }
 
     /** Whether a UCX_TLS value names tcp and nothing else but self (no RDMA, no shared memory). */
     static boolean tcpOnly(String tls) {

@@ -68,7 +68,7 @@ final class UcxWorker implements AutoCloseable {
             Map<String, String> applied;
             try {
                 for (Map.Entry<String, String> e : settings.entrySet()) {
-                    byte s = ucp.configModify(config, e.getKey(), e.getValue());
+                    byte s = ucp.configModify(config, UcxSettings.modifyKey(e.getKey(), ucp.major, ucp.minor), e.getValue());
                     if (s != Status.OK) {
                         throw new UcxException("ucp_config_modify(" + e.getKey() + "=" + e.getValue() + ") returned " + Status.name(s), s);
                     }

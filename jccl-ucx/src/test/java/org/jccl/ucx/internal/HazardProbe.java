@@ -21,6 +21,15 @@ public final class HazardProbe {
             absent();
             return;
         }
+        if (args[0].equals("tcpsettings")) {
+            // the settings the transport gives a tcp-only rank: UCX says "invalid configuration" for any it drops
+            Map<String, String> s = UcxSettings.translate(org.jccl.Config.defaults().with("JCCL_UCX_TLS", "tcp"), java.util.List.of(), null,
+                    Map.of());
+            try (UcxWorker w = UcxWorker.open(UcxLibrary.get().ucp(), s, "settings-probe", true)) {
+                System.out.println("WORKER OK " + s + " " + w.resources);
+            }
+            return;
+        }
         boolean fix = args[1].equals("fix");
         UcxLibrary.Loaded l = args[0].equals("signals") ? UcxLibrary.load(fix, true) : UcxLibrary.load(true, fix);
         if (!l.available()) {

@@ -79,6 +79,16 @@ class UcxHazardsTest {
     }
 
     @Test
+    void everySettingOfATcpOnlyRankIsOneTheTcpTransportTakes() throws Exception {
+        UcxTests.assumeUcx();
+        // UCX_LOG_LEVEL=warn: the "invalid configuration" warning of a setting no transport took is printed
+        Run r = fork(Map.of("UCX_LOG_LEVEL", "warn"), "tcpsettings");
+        assertEquals(0, r.exit(), r.output());
+        assertTrue(r.output().contains("WORKER OK") && r.output().contains("RX_SEG_SIZE"), r.output());
+        assertFalse(r.output().contains("invalid configuration"), r.output());
+    }
+
+    @Test
     void underACommaDecimalLocaleAWorkerIsCreatedOnlyWithTheLocaleFix() throws Exception {
         UcxTests.assumeUcx();
         Assumptions.assumeTrue(hasLocale("de_DE.utf8"), "the locale de_DE.UTF-8 is not installed here: apt-get install locales &&"

@@ -44,7 +44,7 @@ class UcxSettingsTest {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment config = ucp.configRead(a);
             try {
-                settings.forEach((k, v) -> assertEquals(Status.OK, ucp.configModify(config, k, v), k));
+                settings.forEach((k, v) -> assertEquals(Status.OK, ucp.configModify(config, UcxSettings.modifyKey(k, ucp.major, ucp.minor), v), k));
                 return ucp.configPrint(config);
             } finally {
                 ucp.configRelease(config);
@@ -70,22 +70,37 @@ class UcxSettingsTest {
     }
 
     @Test
-    void theTcpOnlyRendezvousThresholdIsOneUcxHolds() {
+    void theTcpOnlyRendezvousThresholdAndReceiveSegmentAreOnesUcxHolds() {
         UcxTests.assumeUcx();
         Map<String, String> held = ucxHolds(UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "tcp"), List.of(), null, Map.of()));
         // ucp_config_print writes memory units its own way: 512K (1.13), not UCX's "auto"
         assertEquals("512K", held.get("UCX_RNDV_THRESH"), held.toString());
+        // a transport's setting is held as given (under the name this UCX matches) until UCX opens that transport:
+        // UcxHazardsTest checks that the tcp transport takes it
+        Ucp ucp = UcxLibrary.get().ucp();
+        assertEquals("262144", held.get(UcxSettings.modifyKey("TCP_RX_SEG_SIZE", ucp.major, ucp.minor)), held.toString());
+    }
+
+    @Test
+    void transportSettingsGoByTheirBareNamesUpTo116AndByTheirPrefixedNamesFrom117() {
+        assertEquals("RX_SEG_SIZE", UcxSettings.modifyKey("TCP_RX_SEG_SIZE", 1, 13));
+        assertEquals("RX_SEG_SIZE", UcxSettings.modifyKey("TCP_RX_SEG_SIZE", 1, 16));
+        assertEquals("TCP_RX_SEG_SIZE", UcxSettings.modifyKey("TCP_RX_SEG_SIZE", 1, 17));
+        assertEquals("TCP_RX_SEG_SIZE", UcxSettings.modifyKey("TCP_RX_SEG_SIZE", 2, 0));
+        assertEquals("RNDV_THRESH", UcxSettings.modifyKey("RNDV_THRESH", 1, 13));
+        assertEquals("MM_ERROR_HANDLING", UcxSettings.modifyKey("MM_ERROR_HANDLING", 1, 13));
     }
 
     @Test
     void tcpOnlyLeavesSharedMemorySettingsOutAndTheUsersUcxVariablesWin() {
         Map<String, String> tcp = UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "tcp"), List.of(), null, Map.of());
-        assertEquals(Map.of("TLS", "tcp", "RNDV_THRESH", "524288"), tcp);
+        assertEquals(Map.of("TLS", "tcp", "RNDV_THRESH", "524288", "TCP_RX_SEG_SIZE", "262144"), tcp);
         assertEquals(Map.of("TLS", "tcp,self"), UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "tcp,self"), List.of(), null,
-                Map.of("UCX_RNDV_THRESH", "16K")), "the user's UCX_RNDV_THRESH wins");
-        assertEquals(Map.of("RNDV_THRESH", "524288"), UcxSettings.translate(Config.defaults(), List.of(), null, Map.of("UCX_TLS", "tcp")));
-        assertFalse(UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "rc,tcp"), List.of(), null, Map.of()).containsKey("RNDV_THRESH"),
-                "RDMA in the list: UCX's own threshold");
+                Map.of("UCX_RNDV_THRESH", "16K", "UCX_TCP_RX_SEG_SIZE", "64K")), "the user's UCX_RNDV_THRESH and UCX_TCP_RX_SEG_SIZE win");
+        assertEquals(Map.of("RNDV_THRESH", "524288", "TCP_RX_SEG_SIZE", "262144"),
+                UcxSettings.translate(Config.defaults(), List.of(), null, Map.of("UCX_TLS", "tcp")));
+        Map<String, String> rdma = UcxSettings.translate(Config.defaults().with("JCCL_UCX_TLS", "rc,tcp"), List.of(), null, Map.of());
+        assertFalse(rdma.containsKey("RNDV_THRESH") || rdma.containsKey("TCP_RX_SEG_SIZE"), "RDMA in the list: UCX's own settings: " + rdma);
         Map<String, String> own = UcxSettings.translate(Config.defaults(), List.of(), null, Map.of("UCX_POSIX_ERROR_HANDLING", "n"));
         assertFalse(own.containsKey("MM_ERROR_HANDLING"), own.toString());
         assertEquals(Map.of("MM_ERROR_HANDLING", "y"), UcxSettings.translate(Config.defaults(), List.of(), null, Map.of()));
