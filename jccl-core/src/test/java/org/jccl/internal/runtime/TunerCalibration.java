@@ -26,7 +26,9 @@ import org.jccl.testing.Ranks;
  * ./mvnw -q -B -o -pl jccl-core test-compile
  * java -cp jccl-core/target/classes:jccl-core/target/test-classes org.jccl.internal.runtime.TunerCalibration
  * </pre>
- * Prints one {@code new Model(...)} line per transport, to paste into {@link Tuner}.
+ * Prints one {@code new Model(...)} line per transport, to paste into {@link Tuner}. {@code UCX-TCP}: the same over
+ * jccl-ucx's transport with UCX's tcp alone (add {@code jccl-ucx/target/classes} to the class path and
+ * {@code --enable-native-access=ALL-UNNAMED}), for {@code UcxTransport.costs()}.
  *
  * <p>{@code SHM-STEP} (an argument of its own): the SHM constants as the tuner uses them, from
  * real point-to-point algorithms rather than a ping-pong. Two ranks over the SHM rings (no shared
@@ -58,6 +60,9 @@ public final class TunerCalibration {
             }
             Config cfg = switch (tr) {
                 case "TCP" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1");
+                // jccl-ucx on the class path (jccl-ucx/target/classes): UCX over its tcp between the two ranks
+                case "UCX-TCP" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1").with("JCCL_SHM_DISABLE", "1").with("JCCL_NET", "UCX")
+                        .with("JCCL_UCX_SAME_HOST", "1").with("JCCL_UCX_TLS", "tcp");
                 case "SHM" -> Config.defaults().with("JCCL_LOCAL_DISABLE", "1"); // same host: the shared-memory rings
                 default -> Config.defaults();
             };
