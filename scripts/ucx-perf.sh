@@ -46,7 +46,9 @@ for tls in "${tls_list[@]}"; do
     echo "## UCX_TLS=$tls: ucx_perftest -e (Final: iterations, p50 us, avg us, overall us, avg MB/s, overall MB/s, msg/s avg, overall)"
     # Each perftest line is followed by jccl's send/recv in the same shape (P2pProbe: ping-pong, or a one-way
     # stream with perftest's window of 32), through jccl's public API over the same UCX transport.
-    for t in "tag_lat lat 8 20000 2000" "tag_bw bw 65536 2000 200" "tag_bw bw 1048576 200 20" "tag_bw bw 16777216 30 3"; do
+    # Iterations enough for a second or more per line: a few milliseconds (2000 x 64 KiB) measured jccl's stream 2-3x
+    # below its steady rate on 2 cores, and perftest's own figures swing as much.
+    for t in "tag_lat lat 8 200000 2000" "tag_bw bw 65536 100000 2000" "tag_bw bw 1048576 10000 200" "tag_bw bw 16777216 600 20"; do
         set -- $t
         echo "$1 $3 B: perftest $(perftest "$tls" "$1" "$3" "$4" "$5")"
         echo "$1 $3 B: jccl     $(JCCL_NET=UCX JCCL_HOSTID=a,b JCCL_UCX_TLS=$tls "${jccl[@]}" run -np 2 -- org.jccl.cli.perf.P2pProbe "$2" "$3" "$4" 2>&1 \
