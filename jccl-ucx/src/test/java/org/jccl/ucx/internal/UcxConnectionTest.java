@@ -37,6 +37,7 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class UcxConnectionTest {
+    private UcxRanks ranks;
     private UcxEndpoint[] eps;
     private Connection c01;
     private Connection c10;
@@ -44,28 +45,16 @@ class UcxConnectionTest {
     @BeforeEach
     void open() throws IOException {
         UcxTests.assumeUcx();
-        Config cfg = Config.defaults().with("JCCL_NET", "UCX").with("JCCL_UCX_TLS", "tcp");
-        UcxTransport t = new UcxTransport();
-        assertTrue(t.isEnabled(cfg));
-        byte[] comm = new byte[16];
-        byte[] secret = new byte[16];
-        TestTransportContext[] ctx = {new TestTransportContext(comm, 0, 2, secret, cfg), new TestTransportContext(comm, 1, 2, secret, cfg)};
-        eps = new UcxEndpoint[] {(UcxEndpoint) t.open(ctx[0]), (UcxEndpoint) t.open(ctx[1])};
-        for (int r = 0; r < 2; r++) {
-            PeerInfo info = new PeerInfo(r, "testhost", ProcessHandle.current().pid(), "host-" + r, "jvm", Map.of("UCX", eps[r].address()));
-            ctx[0].setPeer(r, info);
-            ctx[1].setPeer(r, info);
-        }
-        c01 = eps[0].connect(1);
-        c10 = eps[1].connect(0);
+        ranks = UcxRanks.open(2);
+        eps = ranks.eps;
+        c01 = ranks.c[0][1];
+        c10 = ranks.c[1][0];
     }
 
     @AfterEach
     void close() {
-        if (eps != null) {
-            for (UcxEndpoint e : eps) {
-                e.close();
-            }
+        if (ranks != null) {
+            ranks.close();
         }
     }
 

@@ -10,12 +10,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.jccl.Config;
 import org.jccl.spi.Connection;
 import org.jccl.spi.P2pRequest;
-import org.jccl.spi.PeerInfo;
 import org.jccl.testing.TestTransportContext;
 import org.jccl.ucx.UcxTests;
 import org.junit.jupiter.api.AfterEach;
@@ -31,44 +28,20 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class UcxProgressTest {
-    private UcxEndpoint[] eps;
-    private final Connection[][] c = new Connection[3][3];
+    private UcxRanks ranks;
+    private Connection[][] c;
 
     @BeforeEach
     void open() throws IOException {
         UcxTests.assumeUcx();
-        Config cfg = Config.defaults().with("JCCL_NET", "UCX").with("JCCL_UCX_TLS", "tcp");
-        UcxTransport t = new UcxTransport();
-        assertTrue(t.isEnabled(cfg));
-        byte[] comm = new byte[16];
-        byte[] secret = new byte[16];
-        TestTransportContext[] ctx = new TestTransportContext[3];
-        eps = new UcxEndpoint[3];
-        for (int r = 0; r < 3; r++) {
-            ctx[r] = new TestTransportContext(comm, r, 3, secret, cfg);
-            eps[r] = (UcxEndpoint) t.open(ctx[r]);
-        }
-        for (int r = 0; r < 3; r++) {
-            PeerInfo info = new PeerInfo(r, "testhost", ProcessHandle.current().pid(), "host-" + r, "jvm", Map.of("UCX", eps[r].address()));
-            for (TestTransportContext x : ctx) {
-                x.setPeer(r, info);
-            }
-        }
-        for (int r = 0; r < 3; r++) {
-            for (int p = 0; p < 3; p++) {
-                if (p != r) {
-                    c[r][p] = eps[r].connect(p);
-                }
-            }
-        }
+        ranks = UcxRanks.open(3);
+        c = ranks.c;
     }
 
     @AfterEach
     void close() {
-        if (eps != null) {
-            for (UcxEndpoint e : eps) {
-                e.close();
-            }
+        if (ranks != null) {
+            ranks.close();
         }
     }
 
