@@ -561,6 +561,9 @@ final class UcxConnection implements Connection {
                 // Nothing progressed or was posted since every pending request was last tested: testing each again (a
                 // downcall or two per request, 32 and more in a stream) would only find them unfinished.
                 untestedPasses++;
+                if (failure != null) {
+                    throw failure; // as every pass does once the connection failed (an endpoint error just now included)
+                }
                 return 0;
             }
             untestedPasses = 0;

@@ -224,6 +224,11 @@ class UcxConnectionTest {
             assertTrue(String.valueOf(r.error()).contains("the endpoint to rank 1") && String.valueOf(r.error()).contains("failed"),
                     String.valueOf(r.error()));
             assertTrue(failed != null && failed.getMessage().contains("the peer or the link to it failed"), String.valueOf(failed));
+            // and every later progress call says so too, idle as the worker now is (no pass skips the failure)
+            for (int i = 0; i < 20; i++) {
+                IOException again = assertThrows(IOException.class, c01::progress, "progress call " + i + " after the failure");
+                assertTrue(again.getMessage().contains("the peer or the link to it failed"), again.getMessage());
+            }
         }
     }
 }
