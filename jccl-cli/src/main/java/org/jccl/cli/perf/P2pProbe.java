@@ -23,8 +23,8 @@ import org.jccl.Work;
  * org.jccl.cli.perf.P2pProbe lat 8 20000}; rank 0 prints one line. Both ranks first run the same shape
  * for {@code WARMUP_NANOS} (the JIT compiles the path being timed), then the timed iterations.
  *
- * <p>Usage: {@code P2pProbe lat|bw SIZE ITERS [WINDOW]} (SIZE in bytes, K/M suffixes allowed; WINDOW
- * for bw, default 32, perftest's).
+ * <p>Usage: {@code P2pProbe lat|bw|xchg SIZE ITERS [WINDOW]} (SIZE in bytes, K/M suffixes allowed; WINDOW
+ * for bw, default 32, perftest's). {@code xchg}: both ranks send and receive at once, each exchange timed (p50, mean).
  */
 public final class P2pProbe {
 
@@ -35,8 +35,8 @@ public final class P2pProbe {
     }
 
     public static void main(String[] args) {
-        if (args.length < 3 || !(args[0].equals("lat") || args[0].equals("bw"))) {
-            System.err.println("usage: P2pProbe lat|bw SIZE ITERS [WINDOW]   (under jccl run -np 2)");
+        if (args.length < 3 || !(args[0].equals("lat") || args[0].equals("bw") || args[0].equals("xchg"))) {
+            System.err.println("usage: P2pProbe lat|bw|xchg SIZE ITERS [WINDOW]   (under jccl run -np 2)");
             System.exit(2);
         }
         long size = Math.max(1, SizeSweep.parseSize(args[1], "SIZE"));
@@ -49,7 +49,18 @@ public final class P2pProbe {
             Buffer send = Buffer.of(arena.allocate(size, 64), DataType.UINT8);
             Buffer recv = Buffer.of(arena.allocate(size, 64), DataType.UINT8);
             String line;
-            if (args[0].equals("lat")) {
+            if (args[0].equals("xchg")) {
+                exchange(c, send, recv, 0, true);
+                c.barrier();
+                long[] t = exchange(c, send, recv, iters, false);
+                Arrays.sort(t);
+                double sum = 0;
+                for (long x : t) {
+                    sum += x;
+                }
+                line = String.format(Locale.ROOT, "xchg %d B: iterations %d, p50 %.3f us, avg %.3f us (both ranks send and receive at once)",
+                        size, iters, t[t.length / 2] / 1e3, sum / t.length / 1e3);
+            } else if (args[0].equals("lat")) {
                 pingPong(c, send, recv, 0, true);
                 c.barrier();
                 long[] rtt = pingPong(c, send, recv, iters, false);
@@ -95,6 +106,30 @@ public final class P2pProbe {
             }
         }
         return rtt;
+    }
+
+    /**
+     * Exchange: both ranks send to each other and receive at once ({@code sendAsync}, {@code recv}, join), back to back,
+     * each timed on rank 0; or (warm-up) as many as fit the warm-up time. nccl-tests' sendrecv at two ranks, one by one.
+     */
+    private static long[] exchange(Communicator c, Buffer send, Buffer recv, int iters, boolean warmup) {
+        long[] t = new long[warmup ? 0 : iters];
+        long end = System.nanoTime() + WARMUP_NANOS;
+        long[] more = {1};
+        int peer = 1 - c.rank();
+        for (int i = 0; warmup ? more[0] != 0 : i < iters; i++) {
+            long t0 = System.nanoTime();
+            Work s = c.sendAsync(send, peer);
+            c.recv(recv, peer);
+            s.join();
+            if (!warmup) {
+                t[i] = System.nanoTime() - t0;
+            } else if ((i & 1023) == 1023) {
+                more[0] = System.nanoTime() - end < 0 ? 1 : 0;
+                c.broadcast(more, 0);
+            }
+        }
+        return t;
     }
 
     /** One-way stream: rank 0 sends, rank 1 receives, up to {@code window} in flight each; returns rank 0's elapsed nanos. */
