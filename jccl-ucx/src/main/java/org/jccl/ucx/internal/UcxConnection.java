@@ -85,6 +85,8 @@ final class UcxConnection implements Connection {
         final MemorySegment block;
         /** A split receive's head buffer (guard, size, room for an inline message of the peer), or null. */
         final MemorySegment head;
+        /** A small guarded message's contiguous copy (guard word, then the data), or null. */
+        MemorySegment small;
         final boolean split;
         boolean headDone;
         int headStatus;
@@ -153,6 +155,27 @@ final class UcxConnection implements Connection {
         MemorySegment h = heads.poll();
         return h != null ? h : w.arena.allocate(headBytes, 16);
     }
+    /**
+     * Guarded messages of at most this many bytes go as one contiguous copy (guard word, data) instead of a two-entry
+     * IOV: the bytes on the wire are the same, and UCX takes its short-message path for contiguous bytes, where an IOV
+     * is gathered and scattered by its generic datatype code (8 B over posix: 0.07 us of a 0.33 us one-way trip).
+     */
+    static final long SMALL_MAX = 1024;
+    /** Free small copies ({@link #SMALL_MAX} + 8 bytes each). */
+    private final java.util.ArrayDeque<MemorySegment> smalls = new java.util.ArrayDeque<>();
+
+    private MemorySegment takeSmall() {
+        MemorySegment b = smalls.poll();
+        if (b == null) {
+            MemorySegment chunk = w.arena.allocate((SMALL_MAX + 8) * BLOCKS_PER_CHUNK, 16);
+            for (int i = 1; i < BLOCKS_PER_CHUNK; i++) {
+                smalls.add(chunk.asSlice(i * (SMALL_MAX + 8), SMALL_MAX + 8));
+            }
+            b = chunk.asSlice(0, SMALL_MAX + 8);
+        }
+        return b;
+    }
+
     /** Free IOV blocks (a guarded message in flight holds one). */
     private final java.util.ArrayDeque<MemorySegment> blocks = new java.util.ArrayDeque<>();
     /** ucp_request_param_t with DATATYPE = IOV, for guarded sends and (with NO_IMM_CMPL) guarded receives. */
@@ -306,6 +329,13 @@ final class UcxConnection implements Connection {
             long seq = sendSeq++;
             if (guard == 0) {
                 post(r, new Posted(false, size, seq, null, null, false), ucp.tagSend(ep, src.address(), size, tag(rank, seq, 0), sendParams), 0);
+            } else if (size <= SMALL_MAX && size < splitAt) {
+                MemorySegment c = takeSmall();
+                c.set(JAVA_LONG, 0, guard);
+                MemorySegment.copy(src, 0, c, 8, size);
+                Posted p = new Posted(false, size, seq, null, null, false);
+                p.small = c;
+                post(r, p, ucp.tagSend(ep, c.address(), 8 + size, tag(rank, seq, 0), sendParams), 0);
             } else if (size < splitAt) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, guard, src);
@@ -333,6 +363,12 @@ final class UcxConnection implements Connection {
             if (guard == 0) {
                 post(r, new Posted(true, size, seq, null, null, false),
                         ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
+            } else if (size <= SMALL_MAX && size < splitAt) {
+                MemorySegment c = takeSmall();
+                c.set(JAVA_LONG, 0, 0L);
+                Posted p = new Posted(true, size, seq, null, null, false);
+                p.small = c;
+                post(r, p, ucp.tagRecv(w.worker, c.address(), 8 + size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
             } else if (size < splitAt) {
                 MemorySegment b = takeBlock();
                 fillBlock(b, 0, dst);
@@ -353,6 +389,9 @@ final class UcxConnection implements Connection {
     private static long theirGuard(Posted p) {
         if (p.head != null) {
             return p.head.get(JAVA_LONG, 0);
+        }
+        if (p.small != null) {
+            return p.small.get(JAVA_LONG, 0);
         }
         return p.block != null ? p.block.get(JAVA_LONG, BLOCK_GUARD) : 0;
     }
@@ -405,7 +444,7 @@ final class UcxConnection implements Connection {
         }
         boolean theySplit = (p.headTag & TAG_SPLIT) != 0;
         if (!p.split) {
-            if (p.block == null) { // unguarded: plain bytes
+            if (p.block == null && p.small == null) { // unguarded: plain bytes
                 if (theySplit) {
                     protocolError(r, p.what() + " got a collective's guarded message: the ranks' calls differ");
                 } else if (p.headLength != size) {
@@ -421,13 +460,17 @@ final class UcxConnection implements Connection {
                 }
                 return true;
             }
-            if (theySplit) { // the peer's 16-byte head: its size word landed at the start of dst
-                long theirs = r.segment().byteSize() >= 8 ? r.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0) : -1;
+            if (theySplit) { // the peer's 16-byte head: its size word landed at the start of dst (of the copy's data)
+                MemorySegment data = p.small != null ? p.small.asSlice(8, size) : r.segment();
+                long theirs = data.byteSize() >= 8 ? data.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0) : -1;
                 protocolError(r, p.what() + " got a message of " + theirs + " B: the ranks' calls differ in size");
                 drainBody(p.headTag);
             } else if (p.headLength != size + 8) {
                 protocolError(r, p.what() + " got a message of " + (p.headLength - 8) + " B: the ranks' calls differ in size");
             } else {
+                if (p.small != null) {
+                    MemorySegment.copy(p.small, 8, r.segment(), 0, size);
+                }
                 r.complete();
             }
             return true;
@@ -509,6 +552,9 @@ final class UcxConnection implements Connection {
     private void recycle(Posted p) {
         if (p.block != null) {
             blocks.add(p.block);
+        }
+        if (p.small != null) {
+            smalls.add(p.small);
         }
         if (p.head != null) {
             heads.add(p.head);

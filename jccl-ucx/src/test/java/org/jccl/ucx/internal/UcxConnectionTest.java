@@ -66,7 +66,9 @@ class UcxConnectionTest {
     void messagesArriveInOrderPerDirectionEagerAndRendezvous() throws IOException {
         try (Arena a = Arena.ofShared()) {
             // Below the split (one IOV message), across it (head and body: 512 KiB over tcp alone), eager and rendezvous.
-            long[] sizes = {0, 1, 8, 4096, 8192, 65_536 + 3, 300_001, (512 << 10) - 1, 512 << 10, 4 << 20};
+            // Also both sides of the small contiguous copy (UcxConnection.SMALL_MAX).
+            long[] sizes = {0, 1, 8, UcxConnection.SMALL_MAX, UcxConnection.SMALL_MAX + 1, 4096, 8192, 65_536 + 3, 300_001, (512 << 10) - 1,
+                512 << 10, 4 << 20};
             MemorySegment[] src = new MemorySegment[sizes.length];
             MemorySegment[] dst = new MemorySegment[sizes.length];
             List<P2pRequest> reqs = new java.util.ArrayList<>();
@@ -129,7 +131,7 @@ class UcxConnectionTest {
     @Test
     void aMessageOfAnotherCallFailsWithBothGuardWords() throws IOException {
         try (Arena a = Arena.ofShared()) {
-            for (long size : new long[] {16, 1 << 20}) {
+            for (long size : new long[] {16, UcxConnection.SMALL_MAX + 1, 1 << 20}) { // a small copy, an IOV message, head and body
                 close();
                 open();
                 P2pRequest s = c01.send(a.allocate(size), 0x1111L);
@@ -162,6 +164,30 @@ class UcxConnectionTest {
                 assertTrue(r.isDone() && r.error() != null, "the receive failed");
                 String m = r.error().getMessage();
                 assertTrue(m.contains("receive of " + sr[1] + " B") && m.contains("got a message of " + sr[0] + " B"), m + " / " + e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Guarded messages up to SMALL_MAX bytes go as one contiguous copy (guard word, data), larger ones below the split as
+     * a two-entry IOV of the same bytes: calls of different sizes across that boundary fail the receive naming its size,
+     * and the sender's when it fits (a larger message is cut short by UCX, which says so).
+     */
+    @Test
+    void guardedCallsOfSizesAcrossTheSmallCopyFailNamingTheirSizes() throws IOException {
+        long small = UcxConnection.SMALL_MAX;
+        long iov = UcxConnection.SMALL_MAX + 8;
+        try (Arena a = Arena.ofShared()) {
+            for (long[] sr : new long[][] {{small, iov}, {iov, small}, {small - 8, small}}) {
+                close();
+                open();
+                P2pRequest s = c01.send(a.allocate(sr[0]), 0x4444L);
+                P2pRequest r = c10.recv(a.allocate(sr[1]), 0x4444L);
+                assertThrows(IOException.class, () -> drive(List.of(s, r)));
+                assertTrue(r.isDone() && r.error() != null, "the receive failed");
+                String m = r.error().getMessage();
+                assertTrue(m.contains("receive of " + sr[1] + " B"), m);
+                assertTrue(sr[0] < sr[1] ? m.contains("got a message of " + sr[0] + " B") : m.contains("got a larger message"), m);
             }
         }
     }
