@@ -52,25 +52,11 @@ public final class P2pProbe {
             if (args[0].equals("xchg")) {
                 exchange(c, send, recv, 0, true);
                 c.barrier();
-                long[] t = exchange(c, send, recv, iters, false);
-                Arrays.sort(t);
-                double sum = 0;
-                for (long x : t) {
-                    sum += x;
-                }
-                line = String.format(Locale.ROOT, "xchg %d B: iterations %d, p50 %.3f us, avg %.3f us (both ranks send and receive at once)",
-                        size, iters, t[t.length / 2] / 1e3, sum / t.length / 1e3);
+                line = p50AndMean("xchg", size, exchange(c, send, recv, iters, false), 1, "both ranks send and receive at once");
             } else if (args[0].equals("lat")) {
                 pingPong(c, send, recv, 0, true);
                 c.barrier();
-                long[] rtt = pingPong(c, send, recv, iters, false);
-                Arrays.sort(rtt);
-                double sum = 0;
-                for (long t : rtt) {
-                    sum += t;
-                }
-                line = String.format(Locale.ROOT, "lat %d B: iterations %d, p50 %.3f us, avg %.3f us (half the round trip)", size, iters,
-                        rtt[rtt.length / 2] / 2e3, sum / rtt.length / 2e3);
+                line = p50AndMean("lat", size, pingPong(c, send, recv, iters, false), 2, "half the round trip");
             } else {
                 stream(c, send, recv, 0, window, true);
                 c.barrier();
@@ -82,6 +68,18 @@ public final class P2pProbe {
                 System.out.println(line);
             }
         }
+    }
+
+    /** "lat 8 B: iterations N, p50 .. us, avg .. us (note)": the median and mean of {@code nanos}, each divided by {@code per}. */
+    private static String p50AndMean(String shape, long size, long[] nanos, int per, String note) {
+        long[] t = nanos.clone();
+        Arrays.sort(t);
+        double sum = 0;
+        for (long x : t) {
+            sum += x;
+        }
+        return String.format(Locale.ROOT, "%s %d B: iterations %d, p50 %.3f us, avg %.3f us (%s)", shape, size, t.length,
+                t[t.length / 2] / (per * 1e3), sum / t.length / (per * 1e3), note);
     }
 
     /** Ping-pong: {@code iters} round trips timed one by one on rank 0, or (warm-up) as many as fit the warm-up time. */

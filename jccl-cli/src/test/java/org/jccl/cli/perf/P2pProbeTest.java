@@ -1,14 +1,12 @@
 package org.jccl.cli.perf;
 
+import static org.jccl.cli.CliRun.jccl;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jccl.cli.JcclCli;
+import org.jccl.cli.CliRun.Result;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -18,41 +16,27 @@ import org.junit.jupiter.api.Timeout;
  */
 class P2pProbeTest {
 
-    private record Result(int code, String out, String err) {
-    }
-
-    /** {@code jccl args...} in this JVM, output captured (the ranks are processes; their lines come prefixed "[r] "). */
-    private static Result jccl(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int code = JcclCli.execute(args);
-            return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
-    }
-
     private static double positive(Matcher m, int group) {
         double v = Double.parseDouble(m.group(group));
         assertTrue(v > 0, m.group() + ": group " + group + " is not positive");
         return v;
     }
 
+    /** Runs {@code shape} of {@code size} 300 times; its rank-0 line must match {@code line} with two positive figures. */
+    private static Result p50Line(String shape, String size, String line) {
+        Result r = jccl("run", "-np", "2", P2pProbe.class.getName(), shape, size, "300");
+        assertEquals(0, r.code(), r.err());
+        Matcher m = Pattern.compile(line).matcher(r.out());
+        assertTrue(m.find(), r.out());
+        positive(m, 1);
+        positive(m, 2);
+        return r;
+    }
+
     @Test
     @Timeout(120)
     void everyShapePrintsItsFiguresOnRankZero() {
-        Result lat = jccl("run", "-np", "2", P2pProbe.class.getName(), "lat", "8", "300");
-        assertEquals(0, lat.code(), lat.err());
-        Matcher l = Pattern.compile("\\[0\\] lat 8 B: iterations 300, p50 ([0-9.]+) us, avg ([0-9.]+) us").matcher(lat.out());
-        assertTrue(l.find(), lat.out());
-        positive(l, 1);
-        positive(l, 2);
+        Result lat = p50Line("lat", "8", "\\[0\\] lat 8 B: iterations 300, p50 ([0-9.]+) us, avg ([0-9.]+) us");
         assertTrue(!lat.out().contains("[1] lat"), "only rank 0 prints: " + lat.out());
 
         Result bw = jccl("run", "-np", "2", P2pProbe.class.getName(), "bw", "64K", "200", "8");
@@ -64,12 +48,7 @@ class P2pProbeTest {
         // the two figures are one measurement: MiB/s = 64 KiB / time per message
         assertEquals(65536 / (us * 1e-6) / (1 << 20), mbs, mbs * 0.01, bw.out());
 
-        Result x = jccl("run", "-np", "2", P2pProbe.class.getName(), "xchg", "1K", "300");
-        assertEquals(0, x.code(), x.err());
-        Matcher e = Pattern.compile("\\[0\\] xchg 1024 B: iterations 300, p50 ([0-9.]+) us, avg ([0-9.]+) us").matcher(x.out());
-        assertTrue(e.find(), x.out());
-        positive(e, 1);
-        positive(e, 2);
+        p50Line("xchg", "1K", "\\[0\\] xchg 1024 B: iterations 300, p50 ([0-9.]+) us, avg ([0-9.]+) us");
     }
 
     @Test
