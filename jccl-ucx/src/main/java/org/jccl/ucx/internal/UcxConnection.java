@@ -162,36 +162,43 @@ final class UcxConnection implements Connection {
      */
     static final long SMALL_MAX = 1024;
     /** Free small copies ({@link #SMALL_MAX} + 8 bytes each). */
-    private final java.util.ArrayDeque<MemorySegment> smalls = new java.util.ArrayDeque<>();
-
-    private MemorySegment takeSmall() {
-        MemorySegment b = smalls.poll();
-        if (b == null) {
-            MemorySegment chunk = w.arena.allocate((SMALL_MAX + 8) * BLOCKS_PER_CHUNK, 16);
-            for (int i = 1; i < BLOCKS_PER_CHUNK; i++) {
-                smalls.add(chunk.asSlice(i * (SMALL_MAX + 8), SMALL_MAX + 8));
-            }
-            b = chunk.asSlice(0, SMALL_MAX + 8);
-        }
-        return b;
-    }
+    private final Slabs smalls;
 
     /** Free IOV blocks (a guarded message in flight holds one). */
-    private final java.util.ArrayDeque<MemorySegment> blocks = new java.util.ArrayDeque<>();
+    private final Slabs blocks;
     /** ucp_request_param_t with DATATYPE = IOV, for guarded sends and (with NO_IMM_CMPL) guarded receives. */
     private final long sendIovParams;
     private final long recvIovParams;
 
-    private MemorySegment takeBlock() {
-        MemorySegment b = blocks.poll();
-        if (b == null) {
-            MemorySegment chunk = w.arena.allocate(BLOCK * BLOCKS_PER_CHUNK, 16);
-            for (int i = 1; i < BLOCKS_PER_CHUNK; i++) {
-                blocks.add(chunk.asSlice(i * BLOCK, BLOCK));
-            }
-            b = chunk.asSlice(0, BLOCK);
+    /**
+     * Buffers of one size for messages in flight, carved {@link #BLOCKS_PER_CHUNK} at a time from the worker's arena
+     * and reused once UCX is done with them.
+     */
+    private static final class Slabs {
+        private final java.util.ArrayDeque<MemorySegment> free = new java.util.ArrayDeque<>();
+        private final java.lang.foreign.Arena arena;
+        private final long bytes;
+
+        Slabs(java.lang.foreign.Arena arena, long bytes) {
+            this.arena = arena;
+            this.bytes = bytes;
         }
-        return b;
+
+        MemorySegment take() {
+            MemorySegment b = free.poll();
+            if (b == null) {
+                MemorySegment chunk = arena.allocate(bytes * BLOCKS_PER_CHUNK, 16);
+                for (int i = 1; i < BLOCKS_PER_CHUNK; i++) {
+                    free.add(chunk.asSlice(i * bytes, bytes));
+                }
+                b = chunk.asSlice(0, bytes);
+            }
+            return b;
+        }
+
+        void give(MemorySegment b) {
+            free.add(b);
+        }
     }
 
     /** Fills a block: entry 0 the guard word's 8 bytes, entry 1 {@code data}. */
@@ -217,6 +224,8 @@ final class UcxConnection implements Connection {
         this.errorKey = errorKey;
         this.endpoint = endpoint;
         this.w = endpoint.worker;
+        this.blocks = new Slabs(w.arena, BLOCK);
+        this.smalls = new Slabs(w.arena, SMALL_MAX + 8);
         this.ucp = w.ucp;
         this.rank = rank;
         this.peer = peer;
@@ -330,18 +339,18 @@ final class UcxConnection implements Connection {
             if (guard == 0) {
                 post(r, new Posted(false, size, seq, null, null, false), ucp.tagSend(ep, src.address(), size, tag(rank, seq, 0), sendParams), 0);
             } else if (size <= SMALL_MAX && size < splitAt) {
-                MemorySegment c = takeSmall();
+                MemorySegment c = smalls.take();
                 c.set(JAVA_LONG, 0, guard);
                 MemorySegment.copy(src, 0, c, 8, size);
                 Posted p = new Posted(false, size, seq, null, null, false);
                 p.small = c;
                 post(r, p, ucp.tagSend(ep, c.address(), 8 + size, tag(rank, seq, 0), sendParams), 0);
             } else if (size < splitAt) {
-                MemorySegment b = takeBlock();
+                MemorySegment b = blocks.take();
                 fillBlock(b, guard, src);
                 post(r, new Posted(false, size, seq, b, null, false), ucp.tagSend(ep, b.address(), 2, tag(rank, seq, 0), sendIovParams), 0);
             } else {
-                MemorySegment b = takeBlock();
+                MemorySegment b = blocks.take();
                 b.set(JAVA_LONG, 0, guard);
                 b.set(JAVA_LONG, 8, size);
                 long head = ucp.tagSend(ep, b.address(), 16, tag(rank, seq, TAG_SPLIT), sendParams);
@@ -364,13 +373,13 @@ final class UcxConnection implements Connection {
                 post(r, new Posted(true, size, seq, null, null, false),
                         ucp.tagRecv(w.worker, dst.address(), size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
             } else if (size <= SMALL_MAX && size < splitAt) {
-                MemorySegment c = takeSmall();
+                MemorySegment c = smalls.take();
                 c.set(JAVA_LONG, 0, 0L);
                 Posted p = new Posted(true, size, seq, null, null, false);
                 p.small = c;
                 post(r, p, ucp.tagRecv(w.worker, c.address(), 8 + size, tag(peer, seq, 0), ~TAG_SPLIT, recvParams), 0);
             } else if (size < splitAt) {
-                MemorySegment b = takeBlock();
+                MemorySegment b = blocks.take();
                 fillBlock(b, 0, dst);
                 post(r, new Posted(true, size, seq, b, null, false),
                         ucp.tagRecv(w.worker, b.address(), 2, tag(peer, seq, 0), ~TAG_SPLIT, recvIovParams), 0);
@@ -551,10 +560,10 @@ final class UcxConnection implements Connection {
     /** Returns a finished operation's buffers to their pools. */
     private void recycle(Posted p) {
         if (p.block != null) {
-            blocks.add(p.block);
+            blocks.give(p.block);
         }
         if (p.small != null) {
-            smalls.add(p.small);
+            smalls.give(p.small);
         }
         if (p.head != null) {
             heads.add(p.head);

@@ -124,10 +124,9 @@ final class UcxSettings {
 
     /**
      * UCX tcp's receive segment when UCX may use only tcp (and self): how much one read from a socket takes in.
-     * UCX's 64 KiB meant a read per 64 KiB of every large message; on loopback (2026-11-28, docs/PERFORMANCE.md
-     * "UCX over tcp: the receive segment") 256 KiB took a 2 MB all-reduce from 709-781 to 422-505 us, 256 KB from
-     * 73-96 to 50-55 us, and a stream of 1 MiB sends from 4.0-4.3 to 4.8-6.2 GB/s (128 KiB close behind, 512 KiB
-     * and 1 MiB worse at 2 MB).
+     * UCX's 64 KiB meant a read per 64 KiB of every large message; on loopback (2026-11-28, docs/PERFORMANCE.md "UCX:
+     * the progress pass, tcp's receive segment, declared costs"; 128 KiB-1 MiB tried) 256 KiB took a 2 MB all-reduce
+     * from 661-715 to 511-561 us and 256 KB from 73-76 to 55-57 us, three rounds alternated.
      */
     static final long TCP_RX_SEG_SIZE = 256 << 10;
 
